@@ -1,0 +1,214 @@
+"""The `c` backend: C kernels for the CPU, built into a shared library by the system
+compiler and called through ctypes on tensor data pointers.
+
+A candidate writes its kernels as plain C functions and calls them from `forward`::
+
+    from foundry.kernels import c
+
+    SRC = r'''
+    #include <stdint.h>
+    void relu(const float* x, float* y, int64_t n) {
+        for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.f ? x[i] : 0.f;
+    }
+    '''
+    lib = c.build(SRC)                 # cached by content hash
+    lib.relu(x, y, x.numel())          # tensors pass as data pointers
+
+`build` reads each exported function's prototype from the source, so arguments are
+converted to the declared C types (a tensor to its data pointer, after checking it is
+contiguous and on the CPU). Builds are cached by a hash of source, flags and compiler;
+a build is written to a temporary file and renamed, so concurrent builds are safe.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+from foundry.kernels import cache_dir, record_launch
+
+DEFAULT_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11",
+                 "-fno-fast-math")
+BUILD_TIMEOUT_S = 60.0
+
+_CTYPES = {
+    "float": ctypes.c_float, "double": ctypes.c_double,
+    "int": ctypes.c_int, "unsigned": ctypes.c_uint, "unsigned int": ctypes.c_uint,
+    "long": ctypes.c_long, "long long": ctypes.c_longlong,
+    "unsigned long": ctypes.c_ulong, "size_t": ctypes.c_size_t,
+    "int32_t": ctypes.c_int32, "int64_t": ctypes.c_int64,
+    "uint32_t": ctypes.c_uint32, "uint64_t": ctypes.c_uint64, "ptrdiff_t": ctypes.c_ssize_t,
+    "bool": ctypes.c_bool, "_Bool": ctypes.c_bool, "char": ctypes.c_char,
+}
+_FUNC_RE = re.compile(
+    r"^[ \t]*(?:extern[ \t]+)?(?:inline[ \t]+)?(void|int|float|double|long|int64_t|int32_t)"
+    r"[ \t]+([A-Za-z_]\w*)[ \t]*\(([^)]*)\)[ \t\n]*\{", re.M)
+_lock = threading.Lock()
+_loaded: dict[str, "Library"] = {}
+
+
+class BuildError(RuntimeError):
+    """The C compiler rejected the source; `log` holds its output."""
+
+    def __init__(self, message: str, log: str = ""):
+        super().__init__(message + ("\n" + log if log else ""))
+        self.log = log
+
+
+@dataclass(frozen=True)
+class _Param:
+    name: str
+    ctype: Any  # a ctypes type; c_void_p for pointers
+    pointer: bool
+
+
+def _parse_params(text: str) -> list[_Param]:
+    text = text.strip()
+    if text in ("", "void"):
+        return []
+    params = []
+    for raw in text.split(","):
+        raw = re.sub(r"\b(const|restrict|__restrict__|__restrict|volatile|signed)\b", " ", raw)
+        pointer = "*" in raw or "[" in raw
+        raw = re.sub(r"\[[^\]]*\]", "", raw.replace("*", " "))
+        words = raw.split()
+        if not words:
+            raise BuildError(f"cannot read parameter {text!r}")
+        name = words[-1] if len(words) > 1 else ""
+        tname = " ".join(words[:-1]) if len(words) > 1 else words[0]
+        if pointer:
+            params.append(_Param(name, ctypes.c_void_p, True))
+        elif tname in _CTYPES:
+            params.append(_Param(name, _CTYPES[tname], False))
+        else:
+            raise BuildError(f"unsupported C parameter type {tname!r} in ({text})")
+    return params
+
+
+def _restype(name: str):
+    return None if name == "void" else _CTYPES[name]
+
+
+def compiler() -> str:
+    cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc") or shutil.which("clang")
+    if not cc:
+        raise BuildError("no C compiler found (install gcc, or set CC)")
+    return cc
+
+
+def _compiler_id(cc: str) -> str:
+    try:
+        out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    return out.splitlines()[0] if out else cc
+
+
+class Kernel:
+    """One exported C function; calling it converts arguments and counts the launch."""
+
+    def __init__(self, fn, name: str, params: list[_Param]):
+        self._fn, self.name, self.params = fn, name, params
+
+    def __call__(self, *args):
+        if len(args) != len(self.params):
+            raise TypeError(f"{self.name}() takes {len(self.params)} arguments, got {len(args)}")
+        conv = []
+        for p, a in zip(self.params, args):
+            if p.pointer:
+                conv.append(_pointer(a, self.name, p.name))
+            else:
+                conv.append(p.ctype(a.item() if hasattr(a, "item") else a))
+        record_launch("c", self.name)
+        return self._fn(*conv)
+
+
+def _pointer(a, fname: str, pname: str):
+    if a is None:
+        return ctypes.c_void_p(0)
+    if hasattr(a, "data_ptr"):
+        if a.device.type != "cpu":
+            raise ValueError(f"{fname}: argument {pname!r} is on {a.device}, the c backend needs CPU tensors")
+        if not a.is_contiguous():
+            raise ValueError(f"{fname}: argument {pname!r} is not contiguous; call .contiguous() first")
+        return ctypes.c_void_p(a.data_ptr())
+    if isinstance(a, int):
+        return ctypes.c_void_p(a)
+    if isinstance(a, ctypes.c_void_p):
+        return a
+    raise TypeError(f"{fname}: argument {pname!r} must be a tensor or a pointer, got {type(a).__name__}")
+
+
+class Library:
+    """A built shared library; exported functions are attributes (`lib.relu(...)`)."""
+
+    def __init__(self, path: Path, source: str):
+        self.path = path
+        self._dll = ctypes.CDLL(str(path))
+        self.kernels: dict[str, Kernel] = {}
+        for m in _FUNC_RE.finditer(_strip_comments(source)):
+            ret, name, params = m.group(1), m.group(2), m.group(3)
+            if re.search(rf"\bstatic\b[^;{{}}]*\b{name}\s*\(", source):
+                continue
+            fn = getattr(self._dll, name)
+            plist = _parse_params(params)
+            fn.argtypes = [p.ctype for p in plist]
+            fn.restype = _restype(ret)
+            self.kernels[name] = Kernel(fn, name, plist)
+
+    def __getattr__(self, name: str) -> Kernel:
+        kernels = self.__dict__.get("kernels", {})
+        if name in kernels:
+            return kernels[name]
+        raise AttributeError(f"the C library has no exported function {name!r} "
+                             f"(found: {', '.join(sorted(kernels)) or 'none'})")
+
+
+def _strip_comments(src: str) -> str:
+    src = re.sub(r"/\*.*?\*/", " ", src, flags=re.S)
+    return re.sub(r"//[^\n]*", "", src)
+
+
+def build(source: str, *, flags: Sequence[str] = (), timeout_s: float = BUILD_TIMEOUT_S) -> Library:
+    """Compile `source` into a shared library (cached) and load it.
+
+    `flags` are added to DEFAULT_FLAGS (e.g. ``("-ffast-math",)`` where a task allows it).
+    Raises BuildError with the compiler's output when the source does not compile.
+    """
+    cc = compiler()
+    all_flags = list(DEFAULT_FLAGS) + list(flags)
+    key = hashlib.sha256("\0".join([source, *all_flags, _compiler_id(cc)]).encode()).hexdigest()[:24]
+    with _lock:
+        if key in _loaded:
+            return _loaded[key]
+        out = cache_dir("c") / f"k_{key}.so"
+        if not out.exists():
+            _compile(cc, source, all_flags, out, timeout_s)
+        lib = Library(out, source)
+        _loaded[key] = lib
+        return lib
+
+
+def _compile(cc: str, source: str, flags: list[str], out: Path, timeout_s: float) -> None:
+    with tempfile.TemporaryDirectory(prefix="foundry-c-", dir=out.parent) as tmp:
+        src = Path(tmp) / "kernel.c"
+        src.write_text(source)
+        tmp_out = Path(tmp) / out.name
+        cmd = [cc, *flags, str(src), "-o", str(tmp_out), "-lm"]
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"C build timed out after {timeout_s:.0f} s") from None
+        if proc.returncode != 0:
+            log = (proc.stderr or proc.stdout).replace(str(src), "kernel.c")
+            raise BuildError("C build failed", log[-4000:])
+        os.replace(tmp_out, out)
