@@ -188,3 +188,44 @@ class EvalResult(_Row):
         if self.correct and self.speedup_eager is not None:
             return float(Stage.CORRECT) + float(self.speedup_eager)
         return float(min(self.stage, int(Stage.VALUE)))
+
+
+MODES = ("translate", "optimize", "repair")
+
+
+@dataclass(frozen=True)
+class ProposalRequest:
+    """What an island asks a proposer (the LLM or the template engine) for: one child.
+
+    `mode`: "translate" (first kernel from the reference), "optimize" (improve `parent`
+    using `inspirations`) or "repair" (fix a failed `parent`, whose `parent_result`
+    carries the distilled error).
+    """
+
+    task: Task
+    backend: str
+    mode: str
+    island_id: int = 0
+    generation: int = 0
+    parent: Candidate | None = None
+    parent_result: EvalResult | None = None
+    inspirations: tuple = ()  # tuple of (Candidate, EvalResult) pairs from other cells
+    prompt_id: str = ""  # the prompt / strategy the prompt evolver picked
+    prompt_sections: dict = field(default_factory=dict)  # evolved prompt sections
+    hardware: dict = field(default_factory=dict)  # hardware description for prompts
+    descriptor_hint: str = ""  # e.g. "memory level 1 -> try level 2 (shared-memory tiling)"
+    seed: int = 0
+
+
+class Proposer:
+    """Interface of the mutation operators (LLM, template engine).
+
+    `propose` never raises for a bad reply: a reply without usable code becomes a
+    candidate with empty `source` and the reason in `note` (judged stage 0).
+    """
+
+    async def propose(self, request: ProposalRequest) -> Candidate:  # pragma: no cover
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
