@@ -1,0 +1,85 @@
+"""report.md: a table per task (best speedup vs eager and torch.compile, correctness,
+evaluations, cost) and the plots, rebuilt from the run directory alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from foundry.store.best import write_best
+from foundry.store.evallog import read_evaluations
+from foundry.store.plots import plot_archive, plot_progress
+from foundry.store.rundir import RunDir, task_file_name, write_atomic
+from foundry.store.summary import TaskSummary, best_record, summarize
+from foundry.types import Stage
+
+
+def _x(v: float | None) -> str:
+    return "—" if v is None else f"{v:.2f}x"
+
+
+def _ms(v: float | None) -> str:
+    return "—" if v is None else f"{v:.4g} ms"
+
+
+def _task_section(s: TaskSummary, run: RunDir, heatmap: Path | None) -> list[str]:
+    lines = [f"### {s.task_id}", "", "| metric | value |", "|---|---|",
+             f"| best speedup vs eager | {_x(s.best_speedup_eager)} |",
+             f"| best speedup vs torch.compile | {_x(s.best_speedup_compile)} |",
+             f"| best runtime | {_ms(s.best_runtime_ms)} |",
+             f"| eager / torch.compile | {_ms(s.eager_ms)} / {_ms(s.compile_ms)} |",
+             f"| evaluations | {s.evaluations} |",
+             f"| correct | {s.correct} ({s.share_correct:.0%}) |",
+             f"| LLM cost | ${s.llm_cost_usd:.4f} |",
+             f"| backends | {', '.join(s.backends) or '—'} |",
+             "| stages reached | " + (", ".join(f"{Stage(k).label} {v}" for k, v in sorted(s.stages.items())) or "—") + " |"]
+    if s.best_candidate_id:
+        rel = run.best_file(s.task_id).relative_to(run.path)
+        lines.append(f"| best kernel | [{rel}]({rel}) (candidate {s.best_candidate_id}) |")
+    else:
+        lines.append("| best kernel | no correct kernel found |")
+    if heatmap is not None:
+        lines += ["", f"![archive of {s.task_id}]({heatmap.relative_to(run.path)})"]
+    return lines + [""]
+
+
+def build_report(run_dir: str | Path) -> Path:
+    """Read everything evaluated in `run_dir`, rewrite best/*.py, the plots and report.md."""
+    run = RunDir(run_dir)
+    records = read_evaluations(run.path)
+    meta = run.read_meta()
+    costs: dict[str, float] = {}
+    for call in run.read_llm_calls():
+        t = str(call.get("task_id") or "")
+        costs[t] = costs.get(t, 0.0) + float(call.get("cost_usd") or 0.0)
+    summaries = summarize(records, task_ids=meta.get("tasks", ()), llm_cost_by_task=costs)
+    by_task: dict[str, list] = {}
+    for r in records:
+        by_task.setdefault(r.candidate.task_id, []).append(r)
+    for recs in by_task.values():
+        best = best_record(recs)
+        if best is not None:
+            write_best(run, best.candidate, best.result)
+    progress = plot_progress(summaries, run.plots / "best_speedup.png")
+    total_cost = sum(costs.values())
+    lines = ["# KernelFoundry run report", "",
+             f"Run directory: `{run.path.name}`; evaluations: {len(records)}; "
+             f"tasks: {len(summaries)}; LLM cost: ${total_cost:.4f}; "
+             f"hardware: {', '.join(sorted({r.result.hardware for r in records if r.result.hardware})) or '—'}.",
+             ""]
+    if meta.get("stop_reason"):
+        lines += [f"Stopped: {meta['stop_reason']}.", ""]
+    lines += ["## Summary", "", "| task | best vs eager | best vs torch.compile | correct | evaluations | LLM cost |",
+              "|---|---|---|---|---|---|"]
+    for s in summaries.values():
+        lines.append(f"| {s.task_id} | {_x(s.best_speedup_eager)} | {_x(s.best_speedup_compile)} | "
+                     f"{s.correct}/{s.evaluations} ({s.share_correct:.0%}) | {s.evaluations} | "
+                     f"${s.llm_cost_usd:.4f} |")
+    lines.append("")
+    if progress is not None:
+        lines += [f"![best speedup over evaluations]({progress.relative_to(run.path)})", ""]
+    lines += ["## Tasks", ""]
+    for s in summaries.values():
+        heat = plot_archive(s, run.plots / "archive" / (task_file_name(s.task_id) + ".png"))
+        lines += _task_section(s, run, heat)
+    write_atomic(run.report, "\n".join(lines))
+    return run.report

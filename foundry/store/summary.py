@@ -1,0 +1,77 @@
+"""Per-task figures of a run, computed from its evaluation log (pure, no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from foundry.store.evallog import EvaluationRecord
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    task_id: str
+    evaluations: int
+    correct: int
+    best_speedup_eager: float | None
+    best_speedup_compile: float | None
+    best_candidate_id: str | None
+    best_runtime_ms: float | None
+    eager_ms: float | None
+    compile_ms: float | None
+    llm_cost_usd: float
+    backends: tuple = ()
+    curve: tuple = ()  # (evaluation number within the task, best speedup vs eager so far)
+    cells: dict = field(default_factory=dict)  # descriptor tuple -> best fitness
+    stages: dict = field(default_factory=dict)  # stage -> count
+
+    @property
+    def share_correct(self) -> float:
+        return self.correct / self.evaluations if self.evaluations else 0.0
+
+
+def best_record(records: Iterable[EvaluationRecord]) -> EvaluationRecord | None:
+    """The correct record with the highest speedup vs eager (first one wins ties)."""
+    best = None
+    for r in records:
+        if r.result.correct and r.result.speedup_eager is not None:
+            if best is None or r.result.speedup_eager > best.result.speedup_eager:
+                best = r
+    return best
+
+
+def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = (),
+              llm_cost_by_task: Mapping[str, float] | None = None) -> dict[str, TaskSummary]:
+    """One TaskSummary per task (tasks in `task_ids` appear even with no evaluation)."""
+    by_task: dict[str, list[EvaluationRecord]] = {t: [] for t in task_ids}
+    for r in sorted(records, key=lambda r: r.seq):
+        by_task.setdefault(r.candidate.task_id, []).append(r)
+    costs = dict(llm_cost_by_task or {})
+    out = {}
+    for task_id, recs in by_task.items():
+        best = best_record(recs)
+        curve, running = [], None
+        cells: dict[tuple, float] = {}
+        stages: dict[int, int] = {}
+        eager = compile_ = None
+        for i, r in enumerate(recs, 1):
+            res = r.result
+            if res.correct and res.speedup_eager is not None:
+                running = res.speedup_eager if running is None else max(running, res.speedup_eager)
+            curve.append((i, running))
+            if res.descriptor:
+                key = tuple(res.descriptor)
+                cells[key] = max(cells.get(key, float("-inf")), res.fitness)
+            stages[int(res.stage)] = stages.get(int(res.stage), 0) + 1
+            eager = res.eager_ms if res.eager_ms is not None else eager
+            compile_ = res.compile_ms if res.compile_ms is not None else compile_
+        out[task_id] = TaskSummary(
+            task_id=task_id, evaluations=len(recs), correct=sum(r.result.correct for r in recs),
+            best_speedup_eager=best.result.speedup_eager if best else None,
+            best_speedup_compile=best.result.speedup_compile if best else None,
+            best_candidate_id=best.candidate.candidate_id if best else None,
+            best_runtime_ms=best.result.runtime_ms if best else None,
+            eager_ms=eager, compile_ms=compile_, llm_cost_usd=float(costs.get(task_id, 0.0)),
+            backends=tuple(sorted({r.candidate.backend for r in recs})), curve=tuple(curve),
+            cells=cells, stages=stages)
+    return out

@@ -1,0 +1,144 @@
+"""Run directory: Parquet log (atomic parts, journal, resume read-back), best files, report."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pyarrow.parquet as pq
+import pytest
+
+from foundry.store import EVAL_SCHEMA, EvaluationLog, RunDir, read_evaluations
+from foundry.store.best import runnable_source
+from foundry.store.report import build_report
+from foundry.types import Candidate, EvalResult
+
+SRC = textwrap.dedent('''\
+    import torch
+    import torch.nn as nn
+
+    TUNABLE = {"BLOCK": [64, 128]}
+    PARAMS = {"BLOCK": 64}
+
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = PARAMS["BLOCK"]
+
+        def forward(self, x):
+            return torch.relu(x)
+    ''')
+
+
+def pair(i: int, task: str = "t1", speed: float | None = 1.0, correct: bool = True):
+    c = Candidate.make(task_id=task, source=SRC + f"# {i}\n", backend="c", params={"BLOCK": 128},
+                       island_id=i % 2, generation=i, origin="template")
+    r = EvalResult(candidate_id=c.candidate_id, task_id=task, stage=5 if correct else 2,
+                   correct=correct, speedup_eager=speed if correct else None,
+                   speedup_compile=(speed / 2) if (correct and speed) else None,
+                   eager_ms=1.0, compile_ms=0.5, descriptor=(i % 4, 1, 0),
+                   metrics={"k": [1, 2]}, flags=("x",) if not correct else ())
+    return c, r
+
+
+def test_parts_have_the_fixed_schema_and_round_trip(tmp_path):
+    log = EvaluationLog(tmp_path, flush_rows=3, flush_s=1e9)
+    pairs = [pair(i, speed=1.0 + i) for i in range(7)]
+    for c, r in pairs:
+        log.append(c, r, evaluator="ev0")
+    parts = sorted((tmp_path / "evaluations").glob("part-*.parquet"))
+    assert len(parts) == 2  # 3 + 3 flushed, 1 in the journal
+    for p in parts:
+        assert pq.read_schema(p).equals(EVAL_SCHEMA)
+    back = read_evaluations(tmp_path)  # parts + live journal
+    assert [b.seq for b in back] == list(range(7))
+    assert [(b.candidate, b.result) for b in back] == pairs
+    log.close()
+    assert not list((tmp_path / "evaluations").glob("journal-*"))
+    assert len(read_evaluations(tmp_path)) == 7
+    assert not list((tmp_path / "evaluations").glob(".*tmp"))
+
+
+def test_a_killed_writer_loses_nothing_it_recorded(tmp_path):
+    """A child process appends and is SIGKILLed before closing; every appended row survives."""
+    code = textwrap.dedent(f'''
+        import os, signal, sys
+        sys.path.insert(0, {os.path.dirname(__file__)!r})
+        from test_store import pair
+        from foundry.store import EvaluationLog
+        log = EvaluationLog({str(tmp_path)!r}, flush_rows=4, flush_s=1e9)
+        for i in range(10):
+            log.append(*pair(i))
+        os.kill(os.getpid(), signal.SIGKILL)
+    ''')
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == -9, proc.stderr
+    assert len(read_evaluations(tmp_path)) == 10
+    log = EvaluationLog(tmp_path)  # a new session folds the old journal into a part
+    assert log.next_seq == 10
+    assert not [j for j in (tmp_path / "evaluations").glob("journal-*") if j.stat().st_size]
+    c, r = pair(99)
+    log.append(c, r)
+    log.close()
+    back = read_evaluations(tmp_path)
+    assert len(back) == 11 and back[-1].seq == 10 and len({b.eval_id for b in back}) == 11
+
+
+def test_a_torn_journal_line_is_ignored(tmp_path):
+    log = EvaluationLog(tmp_path, flush_rows=100, flush_s=1e9)
+    log.append(*pair(0))
+    with open(log._journal_path, "a") as f:
+        f.write('{"eval_id": "cut sho')
+    assert len(read_evaluations(tmp_path)) == 1
+
+
+def test_best_file_is_runnable_with_tuned_params(tmp_path):
+    c, _ = pair(0)
+    src = runnable_source(c)
+    assert 'PARAMS = {"BLOCK": 64}' not in src and "PARAMS = {'BLOCK': 128}" in src
+    path = tmp_path / "m.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location("m", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.ModelNew().block == 128
+
+
+def test_report_tables_best_files_and_plots(tmp_path):
+    run = RunDir(tmp_path)
+    run.write_meta({"tasks": ["t1", "level1/2_b", "t_empty"]})
+    log = EvaluationLog(tmp_path, flush_rows=2)
+    for i, s in enumerate([1.2, 3.5, 2.0]):
+        log.append(*pair(i, speed=s))
+    log.append(*pair(5, correct=False))
+    log.append(*pair(6, task="level1/2_b", correct=False))
+    log.close()
+    run.append_llm_calls([{"task_id": "t1", "cost_usd": 0.25}, {"task_id": "t1", "cost_usd": 0.5}])
+    report = build_report(tmp_path).read_text()
+    assert "| t1 | 3.50x | 1.75x | 3/4 (75%) | 4 | $0.7500 |" in report
+    assert "| level1/2_b | — | — | 0/1 (0%) | 1 |" in report
+    assert "| t_empty | — | — | 0/0 (0%) | 0 |" in report
+    assert "no correct kernel found" in report
+    best = (tmp_path / "best" / "t1.py").read_text()
+    assert "# 1\n" in best and "3.500x" in best
+    assert not (tmp_path / "best" / "level1" / "2_b.py").exists()
+    assert (tmp_path / "plots" / "best_speedup.png").read_bytes()[:4] == b"\x89PNG"
+    assert (tmp_path / "plots" / "archive" / "t1.png").stat().st_size > 1000
+
+
+def test_report_cli(tmp_path):
+    log = EvaluationLog(tmp_path)
+    log.append(*pair(0, speed=2.0))
+    log.close()
+    out = subprocess.run([sys.executable, "-m", "foundry.report", str(tmp_path)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "2.00x" in (tmp_path / "report.md").read_text()
+    bad = subprocess.run([sys.executable, "-m", "foundry.report", str(tmp_path / "nope")],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "not a run directory" in bad.stderr
