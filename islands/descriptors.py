@@ -1,0 +1,220 @@
+"""Descriptors: deterministic static analysis of a candidate's source.
+
+`describe(source=..., backend=...)` splits the file into kernel code (Triton: the
+@triton.jit functions; cuda / cuda_inline / c: the triple-quoted strings holding C/CUDA
+code) and host code (the Python around it), drops comments, and matches the backend's
+pattern table (islands/patterns_*.py) on the three axes memory, compute, parallelism.
+The result carries the levels (0..3 each), the names of the patterns that matched,
+a few static features (used by optional extra axes) and a hint for the next prompt.
+The same text always gives the same descriptor.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from islands import patterns_c, patterns_cuda, patterns_triton
+from islands.patterns import AXES, LEVEL_NAMES, PatternTable
+
+TABLES: dict[str, PatternTable] = {
+    "triton": patterns_triton.TABLE,
+    "cuda": patterns_cuda.TABLE,
+    "cuda_inline": patterns_cuda.INLINE_TABLE,
+    "c": patterns_c.TABLE,
+}
+
+_TRIPLE_STRING = re.compile(r"[rRbBuU]{0,2}(\"\"\"|''')(.*?)\1", re.S)
+_C_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_PY_COMMENT = re.compile(
+    r"#(?!\s*(?:include|pragma|define|undef|if|ifdef|ifndef|elif|else|endif|error)\b)[^\n]*")
+_CODE_STRING_HINT = re.compile(r"__global__|__device__|#\s*include|\)\s*(?:const\s*)?\{")
+_TRITON_JIT = re.compile(r"^([ \t]*)@triton\.jit\b", re.M)
+_DEF = re.compile(r"^([ \t]*)def\s+\w+", re.M)
+_FORWARD = re.compile(r"^([ \t]*)def\s+forward\s*\(", re.M)
+_CUDA_KERNEL = re.compile(r"__global__")
+_C_EXPORTED_FN = re.compile(
+    r"^[ \t]*(?!static\b)(?:extern[ \t]+)?(?:void|int|float|double|long|int64_t|int32_t)"
+    r"[ \t]+[A-Za-z_]\w*[ \t]*\([^)]*\)[ \t\n]*\{", re.M)
+_TORCH_COMPUTE = re.compile(
+    r"\btorch\.(?!(?:empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|"
+    r"full_like|tensor|as_tensor|device|Size|cuda|no_grad|inference_mode|is_tensor|"
+    r"broadcast_shapes|finfo|iinfo|get_default_dtype)\b)\w+(?:\.\w+)*\s*\("
+    r"|\bF\.\w+\s*\("
+    r"|\.(?:sum|mean|amax|amin|exp|log|matmul|mm|bmm|softmax|log_softmax|relu|sigmoid|tanh|"
+    r"gelu|add|sub|mul|div|pow|sqrt|rsqrt|norm|clamp|abs|cumsum|einsum|conv\w*|linear|"
+    r"max_pool\w*|avg_pool\w*|var|std|argmax|argmin|topk|sort)\s*\("
+    r"|[\w)\]]\s+@\s+[\w(]")
+_TUNABLE = re.compile(r"^TUNABLE\s*(?::[^=\n]*)?=\s*(?:dict\s*\(|\{)(.*?)[})]\s*$", re.M | re.S)
+_TUNABLE_KEY = re.compile(r"""["'](\w+)["']\s*:|\b(\w+)\s*=""")
+
+
+@dataclass(frozen=True)
+class Descriptor:
+    """levels: (memory, compute, parallelism), each 0..3. matched: axis -> names of the
+    patterns that matched on that axis. features: static features of the source."""
+
+    backend: str
+    levels: tuple[int, int, int]
+    matched: dict = field(default_factory=dict)
+    features: dict = field(default_factory=dict)
+
+    def level(self, axis: str) -> int:
+        return self.levels[AXES.index(axis)]
+
+    def values(self, *, axis_names: Sequence[str]) -> tuple[float, ...]:
+        """The value of each named grid axis: a level for the three level axes, else the
+        static feature of that name."""
+        out = []
+        for name in axis_names:
+            if name in AXES:
+                out.append(self.levels[AXES.index(name)])
+            elif name in self.features:
+                out.append(self.features[name])
+            else:
+                raise ValueError(f"descriptor has no axis or feature named {name!r}; "
+                                 f"known: {list(AXES) + sorted(self.features)}")
+        return tuple(out)
+
+    def hint(self) -> str:
+        """One line per axis: where the kernel is and what the next level would take."""
+        advice = TABLES[self.backend].advice
+        lines = []
+        for axis, level in zip(AXES, self.levels):
+            names = self.matched.get(axis, ())
+            here = f"{axis} level {level} ({LEVEL_NAMES[axis][level]}"
+            here += f"; matched: {', '.join(names)})" if names else ")"
+            if level < 3:
+                nxt = level + 1
+                lines.append(f"{here}; try level {nxt}: {LEVEL_NAMES[axis][nxt]} - "
+                             f"{advice[axis][nxt]}")
+            else:
+                lines.append(f"{here}; top level - refine it rather than climb")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class _Split:
+    kernel: str
+    host: str
+    kernel_count: int
+
+
+def _split_triton(source: str) -> _Split:
+    text = _TRIPLE_STRING.sub("", source)
+    text = _PY_COMMENT.sub("", text)
+    lines = text.split("\n")
+    kernel_lines: list[str] = []
+    host_lines: list[str] = []
+    jit_starts = {text.count("\n", 0, m.start()) for m in _TRITON_JIT.finditer(text)}
+    i = 0
+    while i < len(lines):
+        if i in jit_starts:
+            # take the decorator(s), the def line and the indented body
+            j = i
+            while j < len(lines) and not lines[j].lstrip().startswith("def "):
+                j += 1
+            if j == len(lines):
+                host_lines.extend(lines[i:])
+                break
+            indent = len(lines[j]) - len(lines[j].lstrip())
+            k = j + 1
+            while k < len(lines) and (not lines[k].strip() or
+                                      len(lines[k]) - len(lines[k].lstrip()) > indent):
+                k += 1
+            kernel_lines.extend(lines[i:k])
+            i = k
+        else:
+            host_lines.append(lines[i])
+            i += 1
+    return _Split(kernel="\n".join(kernel_lines), host="\n".join(host_lines),
+                  kernel_count=len(jit_starts))
+
+
+def _split_c_like(source: str, *, backend: str) -> _Split:
+    code_parts: list[str] = []
+
+    def take(m: re.Match) -> str:
+        body = m.group(2)
+        if _CODE_STRING_HINT.search(body):
+            code_parts.append(body)
+        return ""
+
+    host = _TRIPLE_STRING.sub(take, source)
+    host = _PY_COMMENT.sub("", host)
+    kernel = _C_COMMENTS.sub("", "\n".join(code_parts))
+    if backend == "c":
+        count = len(_C_EXPORTED_FN.findall(kernel))
+    else:
+        count = len(_CUDA_KERNEL.findall(kernel))
+    return _Split(kernel=kernel, host=host, kernel_count=count)
+
+
+def _forward_body(host: str) -> str | None:
+    m = _FORWARD.search(host)
+    if m is None:
+        return None
+    indent = len(m.group(1))
+    lines = host[m.end():].split("\n")
+    body = [lines[0]]
+    for line in lines[1:]:
+        if line.strip() and len(line) - len(line.lstrip()) <= indent:
+            break
+        body.append(line)
+    return "\n".join(body)
+
+
+def _tunable_count(source: str) -> int:
+    m = _TUNABLE.search(source)
+    if m is None:
+        return 0
+    return len({a or b for a, b in _TUNABLE_KEY.findall(m.group(1))})
+
+
+def source_features(*, source: str, kernel_count: int) -> dict[str, float]:
+    return {
+        "source_lines": sum(1 for line in source.split("\n") if line.strip()),
+        "kernel_count": kernel_count,
+        "tunable_count": _tunable_count(source),
+    }
+
+
+def describe(*, source: str, backend: str) -> Descriptor:
+    """The descriptor of a candidate file's `source` written for `backend`."""
+    table = TABLES.get(backend)
+    if table is None:
+        raise ValueError(f"unknown backend {backend!r}; known: {', '.join(TABLES)}")
+    split = _split_triton(source) if backend == "triton" else _split_c_like(
+        source, backend=backend)
+    forward = _forward_body(split.host)
+    torch_in_forward = forward is not None and _TORCH_COMPUTE.search(forward) is not None
+    facts = {"@single_kernel": split.kernel_count == 1 and not torch_in_forward}
+    texts = {"kernel": split.kernel, "host": split.host,
+             "all": split.kernel + "\n" + split.host}
+    regex_ok = {p.name: p.compiled is None or p.compiled.search(texts[p.scope]) is not None
+                for p in table.patterns}
+    by_name = {p.name: p for p in table.patterns}
+    resolved: dict[str, bool] = dict(facts)
+
+    def matches(name: str, stack: tuple[str, ...] = ()) -> bool:
+        if name in resolved:
+            return resolved[name]
+        if name not in by_name or name in stack:
+            raise ValueError(f"{backend}: pattern requirement {name!r} is unknown or cyclic")
+        p = by_name[name]
+        ok = regex_ok[name] and all(
+            any(matches(alt, stack + (name,)) for alt in req.split("|"))
+            for req in p.requires)
+        resolved[name] = ok
+        return ok
+
+    levels = []
+    matched = {}
+    for axis in AXES:
+        names = tuple(p.name for p in table.patterns if p.axis == axis and matches(p.name))
+        matched[axis] = names
+        levels.append(max((by_name[n].level for n in names), default=0))
+    return Descriptor(backend=backend, levels=tuple(levels), matched=matched,
+                      features=source_features(source=source,
+                                               kernel_count=split.kernel_count))
