@@ -1,0 +1,26 @@
+"""Elementwise tanh."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 8192
+DIM = 16384
+
+SMALL_SIZES = {"BATCH": 64, "DIM": 512}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, DIM)]
+
+
+def get_init_inputs():
+    return []

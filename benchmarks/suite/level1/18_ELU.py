@@ -1,0 +1,27 @@
+"""Elementwise ELU with a configurable alpha."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 8192
+DIM = 16384
+
+SMALL_SIZES = {"BATCH": 64, "DIM": 512}
+
+
+class Model(nn.Module):
+    def __init__(self, alpha: float = 1.0):
+        super().__init__()
+        self.alpha = alpha
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.elu(x, alpha=self.alpha)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, DIM)]
+
+
+def get_init_inputs():
+    return [1.5]

@@ -1,0 +1,29 @@
+"""2-D max pooling (kernel 3, stride 2, padding 1)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 32
+CHANNELS = 64
+HEIGHT = 256
+WIDTH = 256
+
+SMALL_SIZES = {"BATCH": 2, "CHANNELS": 8, "HEIGHT": 16, "WIDTH": 16}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.pool(x)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, CHANNELS, HEIGHT, WIDTH)]
+
+
+def get_init_inputs():
+    return []

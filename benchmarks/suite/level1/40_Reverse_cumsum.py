@@ -1,0 +1,26 @@
+"""Reverse (suffix) prefix sum along the last dimension."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 4096
+LENGTH = 16384
+
+SMALL_SIZES = {"BATCH": 64, "LENGTH": 512}
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.flip(torch.cumsum(torch.flip(x, dims=[1]), dim=1), dims=[1])
+
+
+def get_inputs():
+    return [torch.randn(BATCH, LENGTH)]
+
+
+def get_init_inputs():
+    return []

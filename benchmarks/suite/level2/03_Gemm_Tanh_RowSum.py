@@ -1,0 +1,29 @@
+"""Linear layer, tanh, then a sum over the features of each row."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 4096
+IN_FEATURES = 4096
+OUT_FEATURES = 4096
+
+SMALL_SIZES = {"BATCH": 64, "IN_FEATURES": 128, "OUT_FEATURES": 96}
+
+
+class Model(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.linear(x)
+        return torch.tanh(x).sum(dim=1, keepdim=True)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_FEATURES)]
+
+
+def get_init_inputs():
+    return [IN_FEATURES, OUT_FEATURES]

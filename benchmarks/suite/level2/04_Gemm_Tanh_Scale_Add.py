@@ -1,0 +1,31 @@
+"""Linear layer, tanh, multiply by a scalar, add a scalar."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 8192
+IN_FEATURES = 2048
+OUT_FEATURES = 2048
+
+SMALL_SIZES = {"BATCH": 64, "IN_FEATURES": 128, "OUT_FEATURES": 96}
+
+
+class Model(nn.Module):
+    def __init__(self, in_features: int, out_features: int, scale: float, shift: float):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.scale = scale
+        self.shift = shift
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.linear(x)
+        return torch.tanh(x) * self.scale + self.shift
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_FEATURES)]
+
+
+def get_init_inputs():
+    return [IN_FEATURES, OUT_FEATURES, 2.5, -0.5]

@@ -1,0 +1,33 @@
+"""Linear layer, GroupNorm over feature groups, LeakyReLU, doubled."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 8192
+IN_FEATURES = 2048
+OUT_FEATURES = 2048
+GROUPS = 16
+
+SMALL_SIZES = {"BATCH": 64, "IN_FEATURES": 128, "OUT_FEATURES": 96, "GROUPS": 8}
+
+
+class Model(nn.Module):
+    def __init__(self, in_features: int, out_features: int, groups: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.norm = nn.GroupNorm(groups, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.linear(x)
+        x = self.norm(x)
+        x = F.leaky_relu(x, negative_slope=0.1)
+        return x + x
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_FEATURES)]
+
+
+def get_init_inputs():
+    return [IN_FEATURES, OUT_FEATURES, GROUPS]

@@ -1,0 +1,31 @@
+"""Linear layer, RMSNorm over the features, SiLU."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 4096
+IN_FEATURES = 4096
+OUT_FEATURES = 4096
+
+SMALL_SIZES = {"BATCH": 64, "IN_FEATURES": 128, "OUT_FEATURES": 96}
+
+
+class Model(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.weight = nn.Parameter(torch.rand(out_features) + 0.5)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.linear(x)
+        x = x * torch.rsqrt(x.pow(2).mean(dim=1, keepdim=True) + 1e-6) * self.weight
+        return F.silu(x)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_FEATURES)]
+
+
+def get_init_inputs():
+    return [IN_FEATURES, OUT_FEATURES]

@@ -1,0 +1,29 @@
+"""Linear layer, GELU, argmax over the features."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BATCH = 4096
+IN_FEATURES = 4096
+OUT_FEATURES = 4096
+
+SMALL_SIZES = {"BATCH": 64, "IN_FEATURES": 128, "OUT_FEATURES": 96}
+
+
+class Model(nn.Module):
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.linear(x)
+        return torch.argmax(F.gelu(x), dim=1)
+
+
+def get_inputs():
+    return [torch.randn(BATCH, IN_FEATURES)]
+
+
+def get_init_inputs():
+    return [IN_FEATURES, OUT_FEATURES]
