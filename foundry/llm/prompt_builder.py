@@ -1,0 +1,191 @@
+"""Build the chat messages for one proposal (modes translate / optimize / repair).
+
+The system message carries the evolved prompt sections, the backend's rules and the
+candidate format; the user message carries the task (its source, its own instructions,
+the sizes of this run), the hardware, the parent with its results, descriptor levels and
+a hint, profiler metrics and tuning timings, the repair error, the inspirations and the
+reply format. All wording lives in files under `prompts/` (see `templates`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from foundry.llm import templates as T
+from foundry.llm.accounting import redact
+from foundry.types import Candidate, EvalResult, ProposalRequest, Stage
+
+SECTION_NAMES = ("philosophy", "strategies", "pitfalls", "analysis")
+DEFAULT_VARIANT = "balanced"
+MAX_BLOCK_CHARS = 4000
+MAX_ERROR_CHARS = 3000
+
+
+def default_sections() -> dict[str, str]:
+    return dict(T.sections(f"variants/{DEFAULT_VARIANT}.md"))
+
+
+def summarize_result(result: EvalResult | None) -> str:
+    """One line: how a candidate fared ("correct, 1.84x vs eager, ...")."""
+    if result is None:
+        return "not evaluated"
+    if result.correct:
+        parts = ["correct"]
+        if result.speedup_eager is not None:
+            parts.append(f"{result.speedup_eager:.2f}x vs eager")
+        if result.speedup_compile is not None:
+            parts.append(f"{result.speedup_compile:.2f}x vs torch.compile")
+        if result.runtime_ms is not None:
+            parts.append(f"{result.runtime_ms:.4g} ms")
+        return ", ".join(parts)
+    stage = Stage.parse(result.stage).label
+    flags = f", guards: {', '.join(result.flags)}" if result.flags else ""
+    return f"failed at stage {stage}{flags}"
+
+
+def _clip(text: str, limit: int) -> str:
+    text = str(text)
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return text[:half] + f"\n... [{len(text) - limit} characters cut] ...\n" + text[-half:]
+
+
+def _value(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    if isinstance(v, (dict, list, tuple)):
+        return json.dumps(v, sort_keys=True, default=str)
+    return str(v)
+
+
+def _lines(mapping: Mapping, limit: int = MAX_BLOCK_CHARS) -> str:
+    return _clip("\n".join(f"- {k}: {_value(v)}" for k, v in mapping.items()), limit)
+
+
+def _descriptor_levels(cell: tuple) -> str:
+    axes = list(T.keyed("descriptor_levels.md").items())
+    if len(cell) != len(axes):
+        return f"Descriptor cell: {tuple(cell)}"
+    out = []
+    for (axis, names), level in zip(axes, cell):
+        levels = [n.strip() for n in names.split("|")]
+        try:
+            name = levels[int(level)]
+        except (ValueError, IndexError, TypeError):
+            name = "?"
+        out.append(f"- {axis}: level {level} of {len(levels) - 1} ({name})")
+    return "\n".join(out)
+
+
+def _tuning_lines(tuning: Any) -> str:
+    if isinstance(tuning, Mapping):
+        return _lines(tuning)
+    if isinstance(tuning, (list, tuple)):
+        return _clip("\n".join(f"- {_value(t)}" for t in tuning), MAX_BLOCK_CHARS)
+    return f"- {_value(tuning)}"
+
+
+def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
+    profile, tuning = {}, None
+    for k, v in metrics.items():
+        if "tuning" in str(k).lower() or str(k).lower() == "tuner":
+            tuning = v if tuning is None else {"previous": tuning, str(k): v}
+        else:
+            profile[k] = v
+    return profile, tuning
+
+
+def _task_block(request: ProposalRequest) -> str:
+    task = request.task
+    sizes = ""
+    if task.size_overrides:
+        sizes = T.block("sizes", overrides=_value(task.size_overrides))
+    if task.variants:
+        sizes += "\n" + T.block("variants", variants=_value(list(task.variants)))
+    level = f"level {task.level}" if task.level else "level unknown"
+    return T.block("task", task_id=task.task_id, level=level, source=task.source.rstrip(),
+                   sizes=sizes)
+
+
+def _parent_block(parent: Candidate | None, result: EvalResult | None) -> str:
+    if parent is None or not parent.source:
+        return ""
+    summary = summarize_result(result)
+    if parent.params:
+        summary += f"; tuned PARAMS = {_value(parent.params)}"
+    return T.block("parent", summary=summary, source=parent.source.rstrip())
+
+
+def _descriptor_block(result: EvalResult | None, hint: str) -> str:
+    cell = tuple(result.descriptor) if result is not None else ()
+    if not cell and not hint:
+        return ""
+    levels = _descriptor_levels(cell) if cell else ""
+    return T.block("descriptor", levels=levels, hint=T.block("hint", hint=hint) if hint else "")
+
+
+def _inspirations_block(items: Iterable) -> str:
+    rendered = []
+    for i, item in enumerate(items, 1):
+        cand, result = (item if isinstance(item, (tuple, list)) else (item, None))
+        if not getattr(cand, "source", ""):
+            continue
+        rendered.append(T.block("inspiration", index=i, summary=summarize_result(result),
+                                source=_clip(cand.source.rstrip(), 3 * MAX_BLOCK_CHARS)))
+    return T.block("inspirations", items="\n\n".join(rendered)) if rendered else ""
+
+
+def _error_block(result: EvalResult | None) -> str:
+    if result is None:
+        return ""
+    flags = f" Guards that fired: {', '.join(result.flags)}." if result.flags else ""
+    error = result.error.strip() or "(no error text was recorded)"
+    return T.block("error", stage=Stage.parse(result.stage).label, flags=flags,
+                   error=_clip(error, MAX_ERROR_CHARS))
+
+
+def _sections_text(sections: Mapping[str, str]) -> str:
+    return "\n\n".join(f"## {name.replace('_', ' ').capitalize()}\n\n{text.strip()}"
+                       for name, text in sections.items() if str(text).strip())
+
+
+def build_messages(request: ProposalRequest, *, reply_format: str = "auto",
+                   secrets: Iterable[str] = ()) -> list[dict]:
+    """The [system, user] messages for `request` (see the module docstring)."""
+    if request.mode not in ("translate", "optimize", "repair"):
+        raise ValueError(f"unknown proposal mode {request.mode!r} (translate, optimize, repair)")
+    sections = dict(request.prompt_sections) or default_sections()
+    system = T.render(T.read("system.md"), {
+        "backend": request.backend,
+        "sections": _sections_text(sections),
+        "backend_rules": T.read(f"backends/{request.backend}.md"),
+        "candidate_format": T.read("candidate_format.md"),
+    })
+    parent, result = request.parent, request.parent_result
+    has_parent = parent is not None and bool(parent.source)
+    profile, tuning = _split_metrics(result.metrics if result is not None else {})
+    if not has_parent or reply_format == "full":
+        reply = T.block("reply_full")
+    else:
+        reply = T.block("reply_diff" if reply_format == "diff" else "reply_any")
+    values = {
+        "backend": request.backend,
+        "task": _task_block(request),
+        "instructions": T.block("instructions", instructions=request.task.instructions.strip())
+        if request.task.instructions.strip() else "",
+        "hardware": T.block("hardware", lines=_lines(request.hardware)) if request.hardware else "",
+        "parent": _parent_block(parent, result),
+        "descriptor": _descriptor_block(result, request.descriptor_hint),
+        "metrics": T.block("metrics", lines=_lines(profile)) if profile else "",
+        "tuning": T.block("tuning", lines=_tuning_lines(tuning)) if tuning else "",
+        "error": _error_block(result) if request.mode == "repair" else "",
+        "inspirations": _inspirations_block(request.inspirations),
+        "reply_format": reply,
+    }
+    mode = request.mode if (request.mode == "translate" or has_parent) else "translate"
+    user = T.render(T.read(f"{mode}.md"), values)
+    secrets = tuple(secrets)
+    return [{"role": "system", "content": redact(system, secrets)},
+            {"role": "user", "content": redact(user, secrets)}]
