@@ -33,18 +33,21 @@ _CODE_STRING_HINT = re.compile(r"__global__|__device__|#\s*include|\)\s*(?:const
 _TRITON_JIT = re.compile(r"^([ \t]*)@triton\.jit\b", re.M)
 _DEF = re.compile(r"^([ \t]*)def\s+\w+", re.M)
 _FORWARD = re.compile(r"^([ \t]*)def\s+forward\s*\(", re.M)
-_CUDA_KERNEL = re.compile(r"__global__")
+_CUDA_KERNEL = re.compile(r"__global__[\w\s()]*?\bvoid\s+(\w+)")
 _C_EXPORTED_FN = re.compile(
     r"^[ \t]*(?!static\b)(?:extern[ \t]+)?(?:void|int|float|double|long|int64_t|int32_t)"
-    r"[ \t]+[A-Za-z_]\w*[ \t]*\([^)]*\)[ \t\n]*\{", re.M)
+    r"[ \t]+([A-Za-z_]\w*)[ \t]*\([^)]*\)[ \t\n]*\{", re.M)
+_DEF_NAME = re.compile(r"^\s*def\s+(\w+)", re.M)
+_INLINE_FUNCTIONS = re.compile(r"functions\s*=\s*\[([^\]]*)\]")
+_QUOTED_NAME = re.compile(r"[\"'](\w+)[\"']")
 _TORCH_COMPUTE = re.compile(
     r"\btorch\.(?!(?:empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|"
     r"full_like|tensor|as_tensor|device|Size|cuda|no_grad|inference_mode|is_tensor|"
     r"broadcast_shapes|finfo|iinfo|get_default_dtype)\b)\w+(?:\.\w+)*\s*\("
     r"|\bF\.\w+\s*\("
-    r"|\.(?:sum|mean|amax|amin|exp|log|matmul|mm|bmm|softmax|log_softmax|relu|sigmoid|tanh|"
+    r"|\.(?P<method>sum|mean|amax|amin|exp|log|matmul|mm|bmm|softmax|log_softmax|relu|sigmoid|tanh|"
     r"gelu|add|sub|mul|div|pow|sqrt|rsqrt|norm|clamp|abs|cumsum|einsum|conv\w*|linear|"
-    r"max_pool\w*|avg_pool\w*|var|std|argmax|argmin|topk|sort)\s*\("
+    r"max_pool\w*|avg_pool\w*|var|std|argmax|argmin|topk|sort)(?=\s*\()"
     r"|[\w)\]]\s+@\s+[\w(]")
 _TUNABLE = re.compile(r"^TUNABLE\s*(?::[^=\n]*)?=\s*(?:dict\s*\(|\{)(.*?)[})]\s*$", re.M | re.S)
 _TUNABLE_KEY = re.compile(r"""["'](\w+)["']\s*:|\b(\w+)\s*=""")
@@ -98,7 +101,7 @@ class Descriptor:
 class _Split:
     kernel: str
     host: str
-    kernel_count: int
+    kernel_names: tuple[str, ...]
 
 
 def _split_triton(source: str) -> _Split:
@@ -128,8 +131,15 @@ def _split_triton(source: str) -> _Split:
         else:
             host_lines.append(lines[i])
             i += 1
-    return _Split(kernel="\n".join(kernel_lines), host="\n".join(host_lines),
-                  kernel_count=len(jit_starts))
+    kernel = "\n".join(kernel_lines)
+    return _Split(kernel=kernel, host="\n".join(host_lines),
+                  kernel_names=tuple(_jit_names(kernel, len(jit_starts))))
+
+
+def _jit_names(kernel: str, count: int) -> list[str]:
+    names = [n for n in _DEF_NAME.findall(kernel)]
+    # nested helpers inside a kernel are not kernels: keep one name per @triton.jit
+    return names[:count] if len(names) >= count else names + [""] * (count - len(names))
 
 
 def _split_c_like(source: str, *, backend: str) -> _Split:
@@ -145,10 +155,10 @@ def _split_c_like(source: str, *, backend: str) -> _Split:
     host = _PY_COMMENT.sub("", host)
     kernel = _C_COMMENTS.sub("", "\n".join(code_parts))
     if backend == "c":
-        count = len(_C_EXPORTED_FN.findall(kernel))
+        names = _C_EXPORTED_FN.findall(kernel)
     else:
-        count = len(_CUDA_KERNEL.findall(kernel))
-    return _Split(kernel=kernel, host=host, kernel_count=count)
+        names = _CUDA_KERNEL.findall(kernel)
+    return _Split(kernel=kernel, host=host, kernel_names=tuple(names))
 
 
 def _forward_body(host: str) -> str | None:
@@ -188,8 +198,13 @@ def describe(*, source: str, backend: str) -> Descriptor:
     split = _split_triton(source) if backend == "triton" else _split_c_like(
         source, backend=backend)
     forward = _forward_body(split.host)
-    torch_in_forward = forward is not None and _TORCH_COMPUTE.search(forward) is not None
-    facts = {"@single_kernel": split.kernel_count == 1 and not torch_in_forward}
+    own = set(split.kernel_names)
+    for m in _INLINE_FUNCTIONS.finditer(split.host):  # load_inline(functions=[...])
+        own.update(_QUOTED_NAME.findall(m.group(1)))
+    torch_in_forward = forward is not None and any(
+        m.group("method") not in own for m in _TORCH_COMPUTE.finditer(forward))
+    kernel_count = len(split.kernel_names)
+    facts = {"@single_kernel": kernel_count == 1 and not torch_in_forward}
     texts = {"kernel": split.kernel, "host": split.host,
              "all": split.kernel + "\n" + split.host}
     regex_ok = {p.name: p.compiled is None or p.compiled.search(texts[p.scope]) is not None
@@ -216,5 +231,4 @@ def describe(*, source: str, backend: str) -> Descriptor:
         matched[axis] = names
         levels.append(max((by_name[n].level for n in names), default=0))
     return Descriptor(backend=backend, levels=tuple(levels), matched=matched,
-                      features=source_features(source=source,
-                                               kernel_count=split.kernel_count))
+                      features=source_features(source=source, kernel_count=kernel_count))

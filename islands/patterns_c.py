@@ -23,7 +23,8 @@ PATTERNS = (
     # compute
     P("single_kernel", "compute", 1, requires=("@single_kernel",)),
     P("accumulate_loop", "compute", 2,
-      r"for\s*\([^;]*;[^;]*;[^)]*\)\s*\{?[^{}]{0,400}?[\w\]]\s*(?:\+=|=\s*fmaxf?\s*\()",
+      r"for\s*\([^;]*;[^;]*;(?:[^()]|\([^()]*\))*\)\s*\{?[^{}]{0,400}?"
+      r"(?:[\w\]]\s*\+=|\b(\w+)\s*=\s*fmaxf?\s*\(\s*\1\b)",
       flags=0),
     P("tiled_loops", "compute", 3, requires=("loop_tiling", "accumulate_loop")),
     P("online_softmax", "compute", 3,

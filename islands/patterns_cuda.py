@@ -20,7 +20,8 @@ PATTERNS = (
     # compute
     P("single_kernel", "compute", 1, requires=("@single_kernel",)),
     P("accumulate_loop", "compute", 2,
-      r"for\s*\([^;]*;[^;]*;[^)]*\)\s*\{?[^{}]{0,400}?[\w\]]\s*(?:\+=|=\s*fmaxf?\s*\()",
+      r"for\s*\([^;]*;[^;]*;(?:[^()]|\([^()]*\))*\)\s*\{?[^{}]{0,400}?"
+      r"(?:[\w\]]\s*\+=|\b(\w+)\s*=\s*fmaxf?\s*\(\s*\1\b)",
       flags=0),
     P("tensor_core_mma", "compute", 3, r"wmma::mma_sync|\bmma\.sync\b|\bmma_sync\b"),
     P("shared_tile_2d", "compute", 3, r"__shared__[^;\n]*\][ \t]*\[",
