@@ -88,7 +88,7 @@ class ScriptedResponse:
 class RecordedRequest:
     method: str
     path: str
-    headers: dict
+    headers: dict  # names lower-cased
     body: dict | None
     received_at: float
     served_s: float = 0.0
@@ -215,11 +215,12 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/").endswith("/models"):
             data = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "scripted"}
                                                for m in self.owner.models]}
-            self._send(200, json.dumps(data).encode())
+            status, payload = 200, json.dumps(data).encode()
         else:
-            self._send(404, b'{"error": {"message": "not found"}}')
-        self.owner._record(RecordedRequest("GET", self.path, dict(self.headers), None, t0,
+            status, payload = 404, b'{"error": {"message": "not found"}}'
+        self.owner._record(RecordedRequest("GET", self.path, {k.lower(): v for k, v in self.headers.items()}, None, t0,
                                            time.monotonic() - t0))
+        self._send(status, payload)
 
     def do_POST(self) -> None:
         t0 = time.monotonic()
@@ -229,15 +230,17 @@ class _Handler(BaseHTTPRequestHandler):
         except json.JSONDecodeError:
             body = None
         if not self.path.rstrip("/").endswith("/chat/completions") or body is None:
+            self.owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, t0))
             self._send(404 if body is not None else 400, b'{"error": {"message": "bad request"}}')
-            self.owner._record(RecordedRequest("POST", self.path, dict(self.headers), body, t0))
             return
         resp = self.owner._next(body)
         if resp.delay_s > 0:
             self.owner._stop.wait(resp.delay_s)
-        self._send(resp.status, _body_for(resp, body, self.owner.model_name), resp.headers)
-        self.owner._record(RecordedRequest("POST", self.path, dict(self.headers), body, t0,
+        payload = _body_for(resp, body, self.owner.model_name)
+        # recorded before the reply goes out, so a client that got it sees the record
+        self.owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, t0,
                                            time.monotonic() - t0))
+        self._send(resp.status, payload, resp.headers)
 
 
 def _body_for(resp: ScriptedResponse, request: dict, model_name: str | None) -> bytes:

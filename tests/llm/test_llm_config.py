@@ -1,0 +1,81 @@
+"""LLM and prompt-evolution configs: the shipped YAML files load; bad keys are named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from foundry.llm import LLMClient, LLMConfig, LLMConfigError, PromptEvolutionConfig, make_proposer
+from foundry.llm.accounting import endpoint_of, scrub
+
+CONF = Path(__file__).resolve().parents[2] / "conf"
+
+
+@pytest.mark.parametrize("name", ["none", "openai", "vllm", "llamacpp"])
+def test_shipped_llm_configs_load(name):
+    cfg = OmegaConf.load(CONF / "llm" / f"{name}.yaml")
+    if name == "vllm":
+        cfg.model = "Qwen/Qwen2.5-Coder-32B-Instruct"
+    llm = LLMConfig.from_config(cfg)
+    assert llm.provider == name and llm.enabled == (name != "none")
+    if name == "openai":
+        assert llm.api_key_env == "OPENAI_API_KEY" and llm.price_for("gpt-4.1").output == 8.0
+        assert llm.budget.max_cost_usd == 20.0
+
+
+def test_none_means_no_proposer():
+    assert make_proposer(LLMConfig.from_config({"provider": "none"})) is None
+    with pytest.raises(LLMConfigError, match="none"):
+        LLMClient(LLMConfig())
+
+
+def test_vllm_without_model_is_rejected():
+    cfg = OmegaConf.load(CONF / "llm" / "vllm.yaml")
+    with pytest.raises(LLMConfigError, match="llm.model is required"):
+        LLMConfig.from_config(cfg)
+
+
+def test_prompt_config_loads_and_rejects_bad_values():
+    p = PromptEvolutionConfig.from_config(OmegaConf.load(CONF / "prompt" / "default.yaml"))
+    assert p.selection == "ucb" and len(p.edit_strategies) == 5 and p.edit_every == 20
+    with pytest.raises(LLMConfigError, match="prompt.selecton"):
+        PromptEvolutionConfig.from_config({"selecton": "ucb"})
+    with pytest.raises(LLMConfigError, match="unknown strategy 'mutate'"):
+        PromptEvolutionConfig.from_config({"edit_strategies": ["mutate"]})
+    with pytest.raises(LLMConfigError, match="prompt.temperature"):
+        PromptEvolutionConfig.from_config({"temperature": 0})
+
+
+@pytest.mark.parametrize("data, match", [
+    ({"provider": "openai", "modle": "x"}, r"unknown key llm.modle \(allowed: provider, base_url"),
+    ({"provider": "groq"}, "llm.provider must be one of"),
+    ({"provider": "vllm", "model": "m", "base_url": "http://h/v1", "timeout_s": 0}, "llm.timeout_s"),
+    ({"provider": "vllm", "model": "m", "base_url": "http://h/v1", "budget": {"max_call": 3}},
+     "unknown key llm.budget.max_call"),
+    ({"provider": "vllm", "model": "m", "base_url": "http://h/v1",
+      "ensemble": [{"model": "a", "weight": 0}]}, r"llm.ensemble\[0\].weight"),
+    ({"provider": "vllm", "model": "m", "base_url": "http://h/v1",
+      "prices": {"m": {"inptu": 1}}}, "unknown key llm.prices.m.inptu"),
+    ({"provider": "vllm", "model": "m"}, "llm.base_url is required"),
+    ({"provider": "vllm", "model": "m", "base_url": "http://h/v1", "max_tokens": "many"},
+     "llm.max_tokens must be a number"),
+])
+def test_bad_llm_config_names_the_key(data, match):
+    with pytest.raises(LLMConfigError, match=match):
+        LLMConfig.from_config(data)
+
+
+def test_openai_without_key_fails_at_start(monkeypatch):
+    monkeypatch.delenv("FOUNDRY_NO_SUCH_KEY", raising=False)
+    cfg = LLMConfig.from_config({"provider": "openai", "model": "gpt-4.1-mini",
+                                 "api_key_env": "FOUNDRY_NO_SUCH_KEY"})
+    with pytest.raises(LLMConfigError, match="FOUNDRY_NO_SUCH_KEY"):
+        LLMClient(cfg)
+
+
+def test_scrub_and_endpoint_hide_secrets():
+    assert endpoint_of("https://user:pw@example.com:8443/v1?k=1") == "https://example.com:8443"
+    line = scrub("auth failed for sk-abcdefghijklmnop and token XYZSECRET\nnext", ["XYZSECRET"])
+    assert "sk-abc" not in line and "XYZSECRET" not in line and "\n" not in line

@@ -1,0 +1,121 @@
+"""Prompt files render for every mode and backend and carry what the issue lists."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from foundry.llm import templates as T
+from foundry.llm.prompt_builder import build_messages, default_sections
+from foundry.types import BACKENDS, Candidate, EvalResult, ProposalRequest
+
+from conftest import PARENT_SOURCE
+
+HW = {"name": "NVIDIA H200", "sm_count": 132, "l2_mb": 60, "bandwidth_gbs": 4020.5}
+
+
+def _request(task, mode, backend="c", **kw):
+    parent = Candidate.make(task_id=task.task_id, source=PARENT_SOURCE, backend=backend,
+                            params={"BLOCK": 256})
+    stage = 5 if mode == "optimize" else 1
+    result = EvalResult(
+        candidate_id=parent.candidate_id, task_id=task.task_id, stage=stage,
+        correct=mode == "optimize", speedup_eager=1.7 if mode == "optimize" else None,
+        speedup_compile=0.9 if mode == "optimize" else None, runtime_ms=0.031,
+        error="kernel.c:4:5: error: expected ';' before '}' token", flags=(),
+        descriptor=(1, 0, 2),
+        metrics={"dram_throughput_pct": 61.5, "achieved_occupancy": 0.42,
+                 "tuning": [{"params": {"BLOCK": 128}, "ms": 0.040},
+                            {"params": {"BLOCK": 256}, "ms": 0.031}]})
+    insp = Candidate.make(task_id=task.task_id, source=PARENT_SOURCE + "\n# inspiration\n",
+                          backend=backend)
+    insp_res = EvalResult(candidate_id=insp.candidate_id, task_id=task.task_id, stage=5,
+                          correct=True, speedup_eager=2.5)
+    if mode == "translate":
+        parent = result = None
+    return ProposalRequest(task=task, backend=backend, mode=mode, parent=parent,
+                           parent_result=result, inspirations=((insp, insp_res),), hardware=HW,
+                           descriptor_hint="memory level 1 -> try level 2 (shared-memory tiling)",
+                           **kw)
+
+
+def test_every_prompt_file_loads():
+    assert set(T.blocks()) >= {"task", "parent", "descriptor", "metrics", "tuning", "error",
+                               "inspirations", "reply_full", "reply_any", "reply_diff"}
+    for backend in BACKENDS:
+        assert f"`{backend}`" in T.read(f"backends/{backend}.md")
+    for name in T.variant_names():
+        assert set(T.sections(f"variants/{name}.md")) == {"philosophy", "strategies",
+                                                          "pitfalls", "analysis"}
+    assert set(T.keyed("edit/strategies.md")) == {"improve", "specialise", "generalise",
+                                                 "simplify", "elaborate"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", ["translate", "optimize", "repair"])
+def test_prompts_render_without_leftover_placeholders(relu_task, mode, backend):
+    system, user = build_messages(_request(relu_task, mode, backend))
+    for m in (system, user):
+        assert not re.search(r"\$\{?[a-z_]+\}?", m["content"]), m["content"]
+    assert f"Backend rules: `{backend}`" in system["content"]
+    assert "## Philosophy" in system["content"] and "## Candidate file format" in system["content"]
+    text = user["content"]
+    assert "## Reference module (task `19_ReLU`, level 1)" in text
+    assert "return torch.relu(x)" in text and "Keep float32 throughout." in text
+    assert '{"N": 256}' in text and "NVIDIA H200" in text and "sm_count: 132" in text
+    assert "Kernel 1 (correct, 2.50x vs eager)" in text
+
+
+def test_optimize_prompt_carries_parent_results_profile_and_tuning(relu_task):
+    _, user = build_messages(_request(relu_task, "optimize"))
+    text = user["content"]
+    assert "correct, 1.70x vs eager, 0.90x vs torch.compile, 0.031 ms" in text
+    assert 'tuned PARAMS = {"BLOCK": 256}' in text and "_lib.relu(x, y, x.numel())" in text
+    assert "memory: level 1 of 3 (coalesced / vectorised access)" in text
+    assert "parallelism: level 2 of 3 (warp intrinsics)" in text
+    assert "Hint: memory level 1 -> try level 2" in text
+    assert "dram_throughput_pct: 61.5" in text and "achieved_occupancy: 0.42" in text
+    assert '{"ms": 0.04, "params": {"BLOCK": 128}}' in text
+    assert "<<<<<<< SEARCH" in text and "What went wrong" not in text
+
+
+def test_repair_prompt_carries_the_error(relu_task):
+    _, user = build_messages(_request(relu_task, "repair"))
+    text = user["content"]
+    assert "The parent reached stage `compile`" in text
+    assert "expected ';' before '}' token" in text
+    assert "failed at stage compile" in text
+
+
+def test_translate_prompt_has_no_parent_and_full_file_format(relu_task):
+    _, user = build_messages(_request(relu_task, "translate"))
+    text = user["content"]
+    assert "Parent kernel" not in text and "SEARCH" not in text
+    assert "complete new file in one ```python fenced block" in text
+
+
+def test_evolved_sections_replace_the_default(relu_task):
+    sections = {**default_sections(), "pitfalls": "UNIQUE-PITFALL-MARKER"}
+    system, _ = build_messages(_request(relu_task, "optimize", prompt_sections=sections))
+    assert "UNIQUE-PITFALL-MARKER" in system["content"]
+    assert "Off-by-one" not in system["content"]
+
+
+def test_reply_format_config(relu_task):
+    _, full = build_messages(_request(relu_task, "optimize"), reply_format="full")
+    _, diff = build_messages(_request(relu_task, "optimize"), reply_format="diff")
+    assert "SEARCH" not in full["content"]
+    assert "your changes to the parent as SEARCH/REPLACE blocks" in diff["content"]
+
+
+def test_long_error_is_clipped(relu_task):
+    req = _request(relu_task, "repair")
+    long = req.parent_result.__class__(**{**req.parent_result.__dict__, "error": "E" * 50_000})
+    _, user = build_messages(req.__class__(**{**req.__dict__, "parent_result": long}))
+    assert len(user["content"]) < 20_000 and "characters cut" in user["content"]
+
+
+def test_unknown_mode_is_rejected(relu_task):
+    with pytest.raises(ValueError, match="unknown proposal mode 'mutate'"):
+        build_messages(ProposalRequest(task=relu_task, backend="c", mode="mutate"))
