@@ -1,0 +1,321 @@
+"""The GPU a candidate runs on, described for prompts and for the judge's reports.
+
+- `describe()`: name, compute capability, SM count, L2, shared memory per block (default
+  and opt-in), registers, memory, plus the *measured* copy bandwidth and fp32 matmul
+  rate (TF32 off), cached per machine in a JSON file (measuring takes a second or two).
+- `prompt_text(info)`: the few lines a kernel writer needs.
+- `roofline(task, info)` and `RooflineLike.fraction(runtime_ms)`: the task's floor on this
+  device (foundry.tasks.roofline) and a candidate's fraction of it.
+- `ncu_profile(...)`: Nsight Compute metrics of a candidate's own kernels (SM and DRAM
+  throughput, achieved occupancy, L2 hit rate). Where ncu is missing or cannot read the
+  counters (some virtualised machines), it returns ok=False with a note, and the judge
+  carries on with timing alone.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+NCU_METRICS = {
+    "sm_throughput_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+    "dram_throughput_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+    "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "l2_hit_rate_pct": "lts__t_sector_hit_rate.pct",
+    "duration_ns": "gpu__time_duration.sum",
+}
+
+
+@dataclass(frozen=True)
+class HardwareInfo:
+    name: str
+    capability: str  # "9.0"
+    sm_count: int
+    l2_bytes: int
+    shared_mem_per_block: int
+    shared_mem_per_block_optin: int
+    shared_mem_per_sm: int
+    registers_per_block: int
+    registers_per_sm: int
+    max_threads_per_sm: int
+    warp_size: int
+    total_memory_bytes: int
+    copy_bytes_per_s: float | None  # measured, bytes read + written
+    fp32_matmul_flops_per_s: float | None  # measured, TF32 off
+    torch_version: str
+    cuda_version: str
+    driver_version: str
+    measured_at: str
+
+    @property
+    def hardware_id(self) -> str:
+        return f"{self.name} (sm_{self.capability.replace('.', '')})"
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _driver_version() -> str:
+    try:
+        from cuda.bindings import driver
+        driver.cuInit(0)
+        err, v = driver.cuDriverGetVersion()
+        if int(err) == 0:
+            return f"{v // 1000}.{(v % 1000) // 10}"
+    except Exception:  # noqa: BLE001 - optional
+        pass
+    smi = shutil.which("nvidia-smi")
+    if smi:
+        try:
+            out = subprocess.run([smi, "--query-gpu=driver_version", "--format=csv,noheader"],
+                                 capture_output=True, text=True, timeout=20).stdout
+            return out.strip().splitlines()[0]
+        except (OSError, subprocess.SubprocessError, IndexError):
+            pass
+    return "unknown"
+
+
+def _static(device: int) -> dict:
+    import torch
+    p = torch.cuda.get_device_properties(device)
+
+    def g(attr: str, default: int = 0) -> int:
+        return int(getattr(p, attr, default) or default)
+
+    return dict(
+        name=p.name, capability=f"{p.major}.{p.minor}", sm_count=p.multi_processor_count,
+        l2_bytes=g("L2_cache_size"), shared_mem_per_block=g("shared_memory_per_block", 48 << 10),
+        shared_mem_per_block_optin=g("shared_memory_per_block_optin"),
+        shared_mem_per_sm=g("shared_memory_per_multiprocessor"),
+        registers_per_block=g("regs_per_block", 65536),
+        registers_per_sm=g("regs_per_multiprocessor", 65536),
+        max_threads_per_sm=g("max_threads_per_multi_processor", 2048), warp_size=g("warp_size", 32),
+        total_memory_bytes=int(p.total_memory), torch_version=torch.__version__,
+        cuda_version=str(torch.version.cuda), uuid=str(getattr(p, "uuid", "")))
+
+
+def cache_path(static: Mapping[str, Any]) -> Path:
+    from foundry.kernels import cache_dir
+    key = hashlib.sha256("\0".join([platform.node(), static["name"], static.get("uuid", ""),
+                                    static["torch_version"], static["cuda_version"]]).encode()
+                         ).hexdigest()[:16]
+    return cache_dir("hardware") / f"{key}.json"
+
+
+def describe(*, device: int | None = None, measure: bool = True, refresh: bool = False) -> HardwareInfo:
+    """This machine's GPU, with measured ceilings (cached per machine unless `refresh`)."""
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA GPU visible: the hardware description needs one")
+    dev = torch.cuda.current_device() if device is None else device
+    static = _static(dev)
+    path = cache_path(static)
+    if not refresh and path.exists():
+        try:
+            data = json.loads(path.read_text())
+            if not measure or data.get("copy_bytes_per_s"):
+                return HardwareInfo(**data)
+        except (ValueError, TypeError):
+            pass
+    copy_bps = flops = None
+    if measure:
+        copy_bps, flops = _measure(dev)
+    static.pop("uuid", None)
+    info = HardwareInfo(**static, copy_bytes_per_s=copy_bps, fp32_matmul_flops_per_s=flops,
+                        driver_version=_driver_version(),
+                        measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    tmp.write_text(json.dumps(info.as_dict(), indent=1))
+    os.replace(tmp, path)
+    return info
+
+
+def _measure(device: int) -> tuple[float, float]:
+    import torch
+
+    from foundry.tasks.roofline import measure_ceilings
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        c = measure_ceilings(torch.device("cuda", device))
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
+        torch.cuda.empty_cache()
+    return c.bandwidth_bytes_per_s, c.flops_per_s
+
+
+def ceilings(info: HardwareInfo):
+    """The measured ceilings as foundry.tasks.roofline.DeviceCeilings (anchors if unmeasured)."""
+    from foundry.tasks.roofline import DeviceCeilings
+    if not info.copy_bytes_per_s or not info.fp32_matmul_flops_per_s:
+        return DeviceCeilings()
+    return DeviceCeilings(bandwidth_bytes_per_s=info.copy_bytes_per_s,
+                          flops_per_s=info.fp32_matmul_flops_per_s,
+                          source=f"measured on {info.name} at {info.measured_at}")
+
+
+def roofline(task, info: HardwareInfo, *, overrides: Mapping[str, Any] | None = None):
+    """The task's floor on this GPU; `.fraction(runtime_ms)` gives a candidate's share."""
+    from foundry.tasks.roofline import roofline_for_task
+    return roofline_for_task(task, ceilings=ceilings(info), overrides=overrides)
+
+
+def prompt_text(info: HardwareInfo) -> str:
+    """What a kernel writer should know about the device, in a few lines."""
+    lines = [
+        f"GPU: {info.name}, compute capability {info.capability} (sm_{info.capability.replace('.', '')}), "
+        f"{info.sm_count} SMs, warp size {info.warp_size}",
+        f"L2 cache {info.l2_bytes / 2**20:.0f} MiB; shared memory {info.shared_mem_per_block // 1024} KiB per "
+        f"block by default, up to {info.shared_mem_per_block_optin // 1024} KiB opt-in, "
+        f"{info.shared_mem_per_sm // 1024} KiB per SM",
+        f"registers: {info.registers_per_block} per block, {info.registers_per_sm} per SM; "
+        f"up to {info.max_threads_per_sm} threads per SM; {info.total_memory_bytes / 2**30:.0f} GiB memory",
+    ]
+    if info.copy_bytes_per_s and info.fp32_matmul_flops_per_s:
+        lines.append(f"measured: copy bandwidth {info.copy_bytes_per_s / 1e12:.2f} TB/s (read + write), "
+                     f"fp32 matmul {info.fp32_matmul_flops_per_s / 1e12:.1f} TFLOP/s (TF32 off)")
+    lines.append(f"software: torch {info.torch_version}, CUDA {info.cuda_version}, driver {info.driver_version}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class NcuReport:
+    ok: bool
+    metrics: dict  # name -> duration-weighted mean over the candidate's kernels
+    kernels: tuple  # profiled kernel names that counted
+    note: str
+
+
+def ncu_binary() -> str | None:
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for root in ("/opt/nvidia/nsight-compute", "/usr/local/cuda/bin"):
+        for p in sorted(Path(root).glob("**/ncu"), reverse=True) if Path(root).exists() else ():
+            if os.access(p, os.X_OK):
+                return str(p)
+    return None
+
+
+def parse_ncu_csv(text: str, *, kernel_names: Iterable[str] = ()) -> NcuReport:
+    """Aggregate ncu `--csv --page raw` output over the kernels named `kernel_names`
+    (a substring match; all kernels when empty), weighting by kernel duration."""
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    if len(lines) < 3:
+        return NcuReport(False, {}, (), "ncu produced no metric rows")
+    rows = list(csv.reader(io.StringIO("\n".join(lines))))
+    header, body = rows[0], rows[2:]  # row 1 holds units
+    try:
+        kcol = header.index("Kernel Name")
+    except ValueError:
+        return NcuReport(False, {}, (), "ncu output has no 'Kernel Name' column")
+    names = [n for n in kernel_names if n]
+    cols = {k: header.index(m) for k, m in NCU_METRICS.items() if m in header}
+    if "duration_ns" not in cols:
+        return NcuReport(False, {}, (), "ncu output lacks gpu__time_duration.sum")
+    acc: dict[str, float] = {}
+    weight, used = 0.0, []
+    for r in body:
+        if len(r) <= max(cols.values()):
+            continue
+        kname = r[kcol]
+        if names and not any(n in kname for n in names):
+            continue
+        try:
+            w = float(r[cols["duration_ns"]].replace(",", ""))
+        except ValueError:
+            continue
+        used.append(kname)
+        weight += w
+        for k, c in cols.items():
+            if k == "duration_ns":
+                continue
+            try:
+                acc[k] = acc.get(k, 0.0) + w * float(r[c].replace(",", ""))
+            except ValueError:
+                pass
+    if not used:
+        return NcuReport(False, {}, (), "none of the candidate's kernels were profiled")
+    metrics = {k: v / weight for k, v in acc.items()} if weight > 0 else {}
+    metrics["duration_ns_total"] = weight
+    return NcuReport(True, metrics, tuple(sorted(set(used))), f"{len(used)} kernel launches profiled")
+
+
+def ncu_profile(*, task_path: str, candidate_path: str, params: Mapping | None = None,
+                kernel_names: Iterable[str] = (), profile: str = "full",
+                timeout_s: float = 300.0) -> NcuReport:
+    """Run the candidate under Nsight Compute and return its kernels' metrics."""
+    ncu = ncu_binary()
+    if ncu is None:
+        return NcuReport(False, {}, (), "Nsight Compute (ncu) not found: timing only")
+    cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--csv",
+           "--page", "raw", "--launch-count", "200",
+           "--metrics", ",".join(NCU_METRICS.values()),
+           sys.executable, "-m", "foundry.hardware", "ncu-target", task_path, candidate_path,
+           json.dumps(dict(params or {})), profile]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return NcuReport(False, {}, (), f"ncu timed out after {timeout_s:.0f} s: timing only")
+    out = proc.stdout + "\n" + proc.stderr
+    if "ERR_NVGPUCTRPERM" in out or "LibraryNotLoaded" in out or "Failed to initialize" in out:
+        why = re.search(r"==ERROR==[^\n]*", out)
+        return NcuReport(False, {}, (), "ncu cannot read the GPU counters here "
+                         f"({why.group(0) if why else 'profiler failed'}): timing only")
+    report = parse_ncu_csv(proc.stdout, kernel_names=kernel_names)
+    if not report.ok and proc.returncode != 0:
+        tail = out.strip().splitlines()[-3:]
+        return NcuReport(False, {}, (), f"ncu failed (exit {proc.returncode}): {' | '.join(tail)}")
+    return report
+
+
+def _ncu_target(task_path: str, candidate_path: str, params_json: str, profile: str) -> int:
+    """Run a candidate's forward a few times on the GPU (the process ncu profiles)."""
+    import torch
+
+    from foundry.tasks.loader import build_module, load_task
+    task = load_task(task_path, profile=profile)
+    module = build_module(task)
+    glb: dict[str, Any] = {"__name__": "foundry_ncu_candidate", "__file__": candidate_path}
+    exec(compile(Path(candidate_path).read_text(), candidate_path, "exec"), glb)  # noqa: S102
+    params = json.loads(params_json)
+    if params:
+        glb["PARAMS"] = {**glb.get("PARAMS", {}), **params}
+    torch.manual_seed(0)
+    model = glb["ModelNew"](*module.get_init_inputs()).cuda()
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    with torch.no_grad():
+        for _ in range(2):
+            model(*inputs)
+    torch.cuda.synchronize()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["ncu-target"] and len(argv) == 5:
+        return _ncu_target(*argv[1:])
+    if argv[:1] in (["describe"], []):
+        info = describe(refresh="--refresh" in argv)
+        print(prompt_text(info))
+        print(json.dumps(info.as_dict(), indent=1))
+        return 0
+    print("usage: python -m foundry.hardware [describe [--refresh] | ncu-target TASK CANDIDATE PARAMS PROFILE]",
+          file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
