@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 N = 4096
 
-SMALL_SIZES = {"N": 128}
+SMALL_SIZES = {"N": 256}
 
 
 class Model(nn.Module):

@@ -8,7 +8,7 @@ M = 8192
 K = 2048
 N = 4096
 
-SMALL_SIZES = {"M": 96, "K": 160, "N": 128}
+SMALL_SIZES = {"M": 256, "K": 320, "N": 192}
 
 
 class Model(nn.Module):

@@ -9,7 +9,7 @@ M = 512
 K = 512
 N = 512
 
-SMALL_SIZES = {"BATCH": 4, "M": 64, "K": 48, "N": 80}
+SMALL_SIZES = {"BATCH": 8, "M": 128, "K": 96, "N": 160}
 
 
 class Model(nn.Module):

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 M = 16384
 K = 8192
 
-SMALL_SIZES = {"M": 256, "K": 512}
+SMALL_SIZES = {"M": 2048, "K": 1024}
 
 
 class Model(nn.Module):

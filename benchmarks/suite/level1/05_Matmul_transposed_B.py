@@ -8,7 +8,7 @@ M = 4096
 K = 4096
 N = 2048
 
-SMALL_SIZES = {"M": 128, "K": 96, "N": 64}
+SMALL_SIZES = {"M": 256, "K": 384, "N": 192}
 
 
 class Model(nn.Module):

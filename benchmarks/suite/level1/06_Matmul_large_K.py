@@ -8,7 +8,7 @@ M = 1024
 K = 65536
 N = 1024
 
-SMALL_SIZES = {"M": 32, "K": 2048, "N": 32}
+SMALL_SIZES = {"M": 64, "K": 16384, "N": 64}
 
 
 class Model(nn.Module):

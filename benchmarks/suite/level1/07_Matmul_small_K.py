@@ -8,7 +8,7 @@ M = 8192
 K = 64
 N = 8192
 
-SMALL_SIZES = {"M": 256, "K": 16, "N": 256}
+SMALL_SIZES = {"M": 1024, "K": 16, "N": 1024}
 
 
 class Model(nn.Module):

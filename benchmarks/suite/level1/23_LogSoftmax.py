@@ -7,7 +7,7 @@ import torch.nn.functional as F
 BATCH = 8192
 DIM = 16384
 
-SMALL_SIZES = {"BATCH": 64, "DIM": 512}
+SMALL_SIZES = {"BATCH": 256, "DIM": 4096}
 
 
 class Model(nn.Module):

@@ -8,7 +8,7 @@ BATCH = 128
 ROWS = 1024
 COLS = 1024
 
-SMALL_SIZES = {"BATCH": 4, "ROWS": 64, "COLS": 96}
+SMALL_SIZES = {"BATCH": 16, "ROWS": 256, "COLS": 256}
 
 
 class Model(nn.Module):

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 BATCH = 16384
 DIM = 4096
 
-SMALL_SIZES = {"BATCH": 128, "DIM": 256}
+SMALL_SIZES = {"BATCH": 1024, "DIM": 1024}
 
 
 class Model(nn.Module):

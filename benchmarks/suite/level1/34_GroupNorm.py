@@ -10,7 +10,7 @@ HEIGHT = 256
 WIDTH = 256
 GROUPS = 8
 
-SMALL_SIZES = {"BATCH": 2, "CHANNELS": 8, "HEIGHT": 16, "WIDTH": 16, "GROUPS": 4}
+SMALL_SIZES = {"BATCH": 4, "CHANNELS": 16, "HEIGHT": 64, "WIDTH": 64, "GROUPS": 4}
 
 
 class Model(nn.Module):

@@ -9,7 +9,7 @@ CHANNELS = 64
 HEIGHT = 256
 WIDTH = 256
 
-SMALL_SIZES = {"BATCH": 2, "CHANNELS": 8, "HEIGHT": 16, "WIDTH": 16}
+SMALL_SIZES = {"BATCH": 4, "CHANNELS": 16, "HEIGHT": 64, "WIDTH": 64}
 
 
 class Model(nn.Module):

@@ -7,7 +7,7 @@ import torch.nn.functional as F
 BATCH = 4096
 LENGTH = 16384
 
-SMALL_SIZES = {"BATCH": 64, "LENGTH": 512}
+SMALL_SIZES = {"BATCH": 256, "LENGTH": 4096}
 
 
 class Model(nn.Module):

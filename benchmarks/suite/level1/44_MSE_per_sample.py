@@ -7,7 +7,7 @@ import torch.nn.functional as F
 BATCH = 262144
 DIM = 128
 
-SMALL_SIZES = {"BATCH": 512, "DIM": 32}
+SMALL_SIZES = {"BATCH": 8192, "DIM": 64}
 
 
 class Model(nn.Module):

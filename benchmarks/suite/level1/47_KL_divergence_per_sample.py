@@ -7,7 +7,7 @@ import torch.nn.functional as F
 BATCH = 65536
 CLASSES = 512
 
-SMALL_SIZES = {"BATCH": 256, "CLASSES": 64}
+SMALL_SIZES = {"BATCH": 2048, "CLASSES": 256}
 
 
 class Model(nn.Module):

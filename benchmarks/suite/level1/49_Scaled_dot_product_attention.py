@@ -9,7 +9,7 @@ HEADS = 16
 SEQ = 1024
 HEAD_DIM = 64
 
-SMALL_SIZES = {"BATCH": 1, "HEADS": 2, "SEQ": 32, "HEAD_DIM": 16}
+SMALL_SIZES = {"BATCH": 2, "HEADS": 4, "SEQ": 128, "HEAD_DIM": 32}
 
 
 class Model(nn.Module):

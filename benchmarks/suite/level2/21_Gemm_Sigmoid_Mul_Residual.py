@@ -7,7 +7,7 @@ import torch.nn.functional as F
 BATCH = 8192
 FEATURES = 2048
 
-SMALL_SIZES = {"BATCH": 64, "FEATURES": 96}
+SMALL_SIZES = {"BATCH": 256, "FEATURES": 384}
 
 
 class Model(nn.Module):

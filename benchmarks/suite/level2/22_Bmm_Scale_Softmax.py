@@ -9,7 +9,7 @@ M = 512
 K = 64
 N = 512
 
-SMALL_SIZES = {"BATCH": 4, "M": 32, "K": 16, "N": 48}
+SMALL_SIZES = {"BATCH": 16, "M": 128, "K": 32, "N": 128}
 
 
 class Model(nn.Module):

@@ -8,7 +8,7 @@ TOKENS = 8192
 DIM = 1024
 HIDDEN = 4096
 
-SMALL_SIZES = {"TOKENS": 64, "DIM": 64, "HIDDEN": 128}
+SMALL_SIZES = {"TOKENS": 256, "DIM": 256, "HIDDEN": 1024}
 
 
 class Model(nn.Module):

@@ -11,7 +11,7 @@ DIM = 1024
 HEADS = 16
 HIDDEN = 4096
 
-SMALL_SIZES = {"BATCH": 2, "SEQ": 16, "DIM": 32, "HEADS": 4, "HIDDEN": 64}
+SMALL_SIZES = {"BATCH": 2, "SEQ": 128, "DIM": 128, "HEADS": 4, "HIDDEN": 512}
 
 
 class Model(nn.Module):

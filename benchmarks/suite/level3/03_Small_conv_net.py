@@ -9,7 +9,7 @@ BATCH = 64
 IMAGE = 128
 CLASSES = 100
 
-SMALL_SIZES = {"BATCH": 2, "IMAGE": 16, "CLASSES": 10}
+SMALL_SIZES = {"BATCH": 4, "IMAGE": 64, "CLASSES": 10}
 
 
 class Stage(nn.Module):

@@ -9,7 +9,7 @@ BATCH = 32
 CHANNELS = 64
 SIZE = 112
 
-SMALL_SIZES = {"BATCH": 2, "CHANNELS": 8, "SIZE": 12}
+SMALL_SIZES = {"BATCH": 4, "CHANNELS": 16, "SIZE": 32}
 
 
 def _bn(x: torch.Tensor, stats: nn.Module) -> torch.Tensor:
