@@ -1,0 +1,109 @@
+"""The GPU judge's pure parts, tested on the CPU: fault classes, own-kernel attribution,
+timing config and statistics, Nsight Compute CSV parsing, hardware prompt text."""
+
+from __future__ import annotations
+
+import pytest
+
+from foundry.evaluate import cuda_device as cd
+from foundry.evaluate import cuda_timing as ct
+from foundry import hardware
+
+
+@pytest.mark.parametrize("text,kind,sticky", [
+    ("torch.AcceleratorError: CUDA error: an illegal memory access was encountered", "illegal_address", True),
+    ("RuntimeError: CUDA error: misaligned address", "misaligned_address", True),
+    ("CUDA error: device-side assert triggered", "device_assert", True),
+    ("CUDA driver: launching k failed: CUDA_ERROR_LAUNCH_FAILED", "launch_failure", True),
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 200.00 GiB", "out_of_memory", False),
+    ("CUDA error: invalid configuration argument", "invalid_configuration", False),
+    ("ValueError: shapes do not match", None, False),
+])
+def test_fault_classes(text, kind, sticky):
+    assert cd.classify_cuda_error(text) == kind
+    assert cd.context_is_lost(text) is sticky
+
+
+def test_own_kernels_matched_by_name_even_when_mangled():
+    runs = [cd.KernelRun("scale(float*, float, int)", 4.0, 1), cd.KernelRun("ew_relu", 6.0, 1),
+            cd.KernelRun("void at::native::vectorized_elementwise_kernel<4>", 10.0, 1)]
+    chk = cd.check_own_kernels(runs, expected={"scale", "ew_relu"})
+    assert chk.ok and set(chk.own) == {"scale(float*, float, int)", "ew_relu"}
+    assert chk.own_time_fraction == pytest.approx(0.5)
+    # a name that only occurs inside a longer identifier does not count
+    chk = cd.check_own_kernels([cd.KernelRun("rescale_kernel", 1.0, 1)], expected={"scale"})
+    assert not chk.ok and "none of the candidate's kernels ran" in chk.note
+
+
+def test_without_names_any_kernel_the_reference_lacks_is_own():
+    ref = {"void at::native::vectorized_elementwise_kernel<4>"}
+    only_torch = [cd.KernelRun("void at::native::vectorized_elementwise_kernel<4>", 3.0, 1)]
+    assert not cd.check_own_kernels(only_torch, reference=ref).ok
+    assert cd.check_own_kernels(only_torch + [cd.KernelRun("my_kernel", 1.0, 1)], reference=ref).ok
+    assert cd.check_own_kernels([], reference=ref).note == "no CUDA kernel ran at all"
+
+
+def test_kernel_names_in_source_per_backend():
+    cu = 'extern "C" __global__ void __launch_bounds__(256) a(float* x) {}\n__global__ void b() {}'
+    assert cd.kernel_names_in_source(cu, "cuda") == {"a", "b"}
+    tr = "@triton.jit\ndef add_kernel(X):\n    pass\n@triton.autotune(configs=[])\n@triton.jit\ndef k2(X):\n    pass\n"
+    assert cd.kernel_names_in_source(tr, "triton") == {"add_kernel", "k2"}
+
+
+def test_static_patterns_catch_streams_and_timer_patching():
+    import re
+    pats = cd.CudaDevice().static_patterns()
+    hit = lambda flag, src: any(re.search(p, src) for p in pats[flag])  # noqa: E731
+    assert hit("streams", "s = torch.cuda.Stream()\nwith torch.cuda.stream(s): pass")
+    assert hit("timer_patching", "torch.cuda.Event.elapsed_time = lambda a, b: 0.0")
+    assert hit("allocator_tampering", "torch.use_deterministic_algorithms(False)")
+    assert not hit("streams", "torch.cuda.current_stream()")
+
+
+def test_timing_config_rejects_unknown_keys_and_bad_policy():
+    assert ct.GpuTimingConfig.from_config({"tf32": "on"}).tf32 == "on"
+    with pytest.raises(ValueError, match="unknown GPU timing key 'warmup'.*allowed"):
+        ct.GpuTimingConfig.from_config({"warmup": 1})
+    with pytest.raises(ValueError, match="tf32"):
+        ct.GpuTimingConfig.from_config({"tf32": "maybe"})
+
+
+def test_median_ci_narrows_with_agreeing_samples():
+    tight = sorted([1.0 + 0.001 * (i % 3) for i in range(60)])
+    loose = sorted([1.0 + 0.2 * (i % 5) for i in range(60)])
+    assert ct._median_ci(tight) < 0.01 < ct._median_ci(loose)
+    assert ct._quantile([1.0, 2.0, 3.0], 0.5) == 2.0
+
+
+NCU_CSV = '''==PROF== Connected to process 1
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed","gpu__time_duration.sum","lts__t_sector_hit_rate.pct","sm__throughput.avg.pct_of_peak_sustained_elapsed","sm__warps_active.avg.pct_of_peak_sustained_active"
+"","","","","","","","","","","","%","ns","%","%","%"
+"0","1","python","h","ew_relu","1","7","(256, 1, 1)","(8448, 1, 1)","0","9.0","90","300","10","20","80"
+"1","1","python","h","void at::native::elementwise<4>","1","7","(128, 1, 1)","(100, 1, 1)","0","9.0","50","100","50","40","60"
+"2","1","python","h","ew_relu","1","7","(256, 1, 1)","(8448, 1, 1)","0","9.0","70","100","30","40","60"
+'''
+
+
+def test_ncu_csv_weighted_by_duration_over_own_kernels():
+    rep = hardware.parse_ncu_csv(NCU_CSV, kernel_names=["ew_relu"])
+    assert rep.ok and rep.kernels == ("ew_relu",)
+    assert rep.metrics["dram_throughput_pct"] == pytest.approx((90 * 300 + 70 * 100) / 400)
+    assert rep.metrics["achieved_occupancy_pct"] == pytest.approx((80 * 300 + 60 * 100) / 400)
+    assert rep.metrics["duration_ns_total"] == 400
+    assert not hardware.parse_ncu_csv(NCU_CSV, kernel_names=["missing"]).ok
+    assert not hardware.parse_ncu_csv("==ERROR== LibraryNotLoaded").ok
+
+
+def test_prompt_text_names_the_ceilings():
+    info = hardware.HardwareInfo(
+        name="NVIDIA H200", capability="9.0", sm_count=132, l2_bytes=60 << 20,
+        shared_mem_per_block=48 << 10, shared_mem_per_block_optin=227 << 10,
+        shared_mem_per_sm=228 << 10, registers_per_block=65536, registers_per_sm=65536,
+        max_threads_per_sm=2048, warp_size=32, total_memory_bytes=140 << 30,
+        copy_bytes_per_s=4.1e12, fp32_matmul_flops_per_s=50.5e12, torch_version="2.11",
+        cuda_version="13.0", driver_version="13.0", measured_at="now")
+    text = hardware.prompt_text(info)
+    assert "132 SMs" in text and "60 MiB" in text and "227 KiB opt-in" in text
+    assert "4.10 TB/s" in text and "50.5 TFLOP/s" in text
+    c = hardware.ceilings(info)
+    assert c.bandwidth_bytes_per_s == 4.1e12 and c.flops_per_s == 50.5e12
