@@ -1,0 +1,154 @@
+"""Balancing candidates over evaluators (pure asyncio; `DispatcherActor` wraps it).
+
+Work goes into one queue; every evaluator has `slots` worker coroutines that take the
+next item, so a fast or idle evaluator takes more work. When a call raises `WorkerLost`
+(the evaluator died or is restarting), the item goes back to the queue for any evaluator
+and the worker waits before it calls again; after `max_attempts` losses of one item it
+fails with `EvaluationLost`. A worker whose evaluator lost `give_up_after` calls in a row
+stops. The evaluation budget (total and per key) is counted here, at submission, so it
+is exact however many islands submit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable
+
+
+class WorkerLost(Exception):
+    """The evaluator died or is restarting; the item is re-queued."""
+
+
+class EvaluationLost(RuntimeError):
+    """An item was lost `max_attempts` times (it may crash every evaluator)."""
+
+
+class Refused(Exception):
+    """The dispatcher takes no more work for this key (`scope` "key") or at all ("all")."""
+
+    def __init__(self, reason: str, *, scope: str):
+        super().__init__(reason)
+        self.reason, self.scope = reason, scope
+
+
+@dataclass
+class _Item:
+    payload: Any
+    future: asyncio.Future
+    attempts: int = 0
+
+
+@dataclass
+class WorkerStats:
+    done: int = 0
+    lost: int = 0
+    consecutive_lost: int = 0
+    alive: bool = True
+    busy: int = 0
+
+
+@dataclass
+class Balancer:
+    max_attempts: int = 3
+    retry_delay_s: float = 0.5
+    give_up_after: int = 40
+    budget: int | None = None  # evaluations still allowed (None: no limit)
+    budget_per_key: int | None = None
+    spent_per_key: dict = field(default_factory=dict)
+    workers: dict = field(default_factory=dict)
+    requeued: int = 0
+    _queue: asyncio.Queue | None = None
+    _tasks: list = field(default_factory=list)
+    _closed: dict = field(default_factory=dict)  # key -> reason; "" key: everything
+    _submitted: int = 0
+
+    @property
+    def queue(self) -> asyncio.Queue:
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+        return self._queue
+
+    def add_worker(self, name: str, call: Callable[[Any], Awaitable[Any]], *, slots: int = 1) -> None:
+        self.workers[name] = WorkerStats()
+        for _ in range(slots):
+            self._tasks.append(asyncio.ensure_future(self._work(name, call)))
+
+    def close(self, reason: str, key: str | None = None) -> None:
+        """Refuse further submissions (for `key`, or all when None)."""
+        self._closed["" if key is None else key] = reason
+
+    def _admit(self, key: str) -> None:
+        if "" in self._closed:
+            raise Refused(self._closed[""], scope="all")
+        if key in self._closed:
+            raise Refused(self._closed[key], scope="key")
+        if self.budget is not None and self._submitted >= self.budget:
+            self.close("evaluation budget spent")
+            raise Refused("evaluation budget spent", scope="all")
+        spent = self.spent_per_key.get(key, 0)
+        if self.budget_per_key is not None and spent >= self.budget_per_key:
+            self.close("evaluation budget of the task spent", key)
+            raise Refused(self._closed[key], scope="key")
+        if not any(w.alive for w in self.workers.values()):
+            raise Refused("no evaluator is alive", scope="all")
+        self._submitted += 1
+        self.spent_per_key[key] = spent + 1
+
+    async def submit(self, payload: Any, *, key: str = "") -> Any:
+        """Queue `payload` and return what the evaluator call returned for it."""
+        self._admit(key)
+        item = _Item(payload, asyncio.get_running_loop().create_future())
+        await self.queue.put(item)
+        return await item.future
+
+    async def _work(self, name: str, call: Callable[[Any], Awaitable[Any]]) -> None:
+        stats = self.workers[name]
+        while stats.alive:
+            item = await self.queue.get()
+            stats.busy += 1
+            try:
+                result = await call(item.payload)
+            except WorkerLost as e:
+                stats.busy -= 1
+                stats.lost += 1
+                stats.consecutive_lost += 1
+                item.attempts += 1
+                if item.attempts >= self.max_attempts:
+                    item.future.set_exception(EvaluationLost(
+                        f"the evaluator was lost {item.attempts} times on this candidate ({e})"))
+                else:
+                    self.requeued += 1
+                    self.queue.put_nowait(item)
+                if stats.consecutive_lost >= self.give_up_after:
+                    stats.alive = False
+                    self._fail_if_no_worker()
+                    return
+                await asyncio.sleep(self.retry_delay_s)
+                continue
+            except Exception as e:  # noqa: BLE001 - the evaluator's own error: pass it to the submitter
+                stats.busy -= 1
+                if not item.future.done():
+                    item.future.set_exception(e)
+                continue
+            stats.busy -= 1
+            stats.done += 1
+            stats.consecutive_lost = 0
+            if not item.future.done():
+                item.future.set_result(result)
+
+    def _fail_if_no_worker(self) -> None:
+        if any(w.alive for w in self.workers.values()):
+            return
+        while not self.queue.empty():
+            item = self.queue.get_nowait()
+            item.future.set_exception(EvaluationLost("no evaluator is alive"))
+
+    def stats(self) -> dict:
+        return {"submitted": self._submitted, "queued": self.queue.qsize(), "requeued": self.requeued,
+                "workers": {n: vars(w).copy() for n, w in self.workers.items()}}
+
+    async def aclose(self) -> None:
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

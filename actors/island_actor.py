@@ -1,0 +1,113 @@
+"""`IslandActor`: island i of every task (a thin async shell over `IslandWorker`).
+
+Ray restarts a crashed island actor (`max_restarts`); `__init__` then reloads its last
+checkpoint and the driver replays what the run log holds beyond it and calls `run` again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+from typing import Any, Mapping
+
+import ray
+from ray.exceptions import RayActorError
+
+from actors.island_host import IslandHost
+from actors.island_worker import IslandWorker
+from actors.parts import make_island, make_proposer
+from foundry.types import Candidate, EvalResult, Task
+
+
+class _PromptClient:
+    """Calls the prompt evolver actor; while it is down, the island goes on without it."""
+
+    def __init__(self, handle: Any):
+        self.handle = handle
+
+    async def pick(self, **kw: Any) -> tuple[str, dict]:
+        try:
+            return await self.handle.pick.remote(**kw)
+        except RayActorError:
+            return "", {}
+
+    async def report(self, **kw: Any) -> None:
+        try:
+            await self.handle.report.remote(**kw)
+        except RayActorError:
+            pass
+
+
+def _call_row(record: Any) -> dict:
+    if hasattr(record, "to_row"):
+        return record.to_row()
+    if dataclasses.is_dataclass(record):
+        return dataclasses.asdict(record)
+    return dict(record)
+
+
+@ray.remote(num_cpus=0)
+class IslandActor:
+    def __init__(self, *, island_index: int, tasks: Mapping[str, Task], settings: Mapping[str, Any],
+                 dispatcher: Any, prompt_actor: Any | None, checkpoint_dir: str):
+        self.checkpoint_dir = checkpoint_dir
+        self.checkpoint_every_s = float(settings.get("checkpoint_every_s", 30.0))
+        seed = int(settings.get("seed", 0))
+        hosts = {t: IslandHost(make_island(island=settings["island"], island_index=island_index,
+                                           task_id=t, seed=seed)) for t in tasks}
+        proposer = make_proposer(llm=settings["llm"], templates=settings["templates"],
+                                 on_llm_call=self._on_llm_call, seed=seed, island_index=island_index,
+                                 impl=settings.get("proposer_impl"))
+
+        async def submit(task: Task, candidate: Candidate):
+            return await dispatcher.submit.remote(task, candidate)
+
+        self.worker = IslandWorker(
+            island_index=island_index, tasks=tasks, hosts=hosts, proposer=proposer, submit=submit,
+            prompts=_PromptClient(prompt_actor) if prompt_actor is not None else None,
+            backend=settings["backend"], in_flight=int(settings.get("in_flight", 2)),
+            max_duplicates=int(settings.get("max_duplicates", 64)),
+            hardware=settings.get("hardware") or {})
+        self.restored = self.worker.restore(checkpoint_dir)
+
+    def _on_llm_call(self, record: Any) -> None:
+        self.worker.llm_calls.append(_call_row(record))
+
+    async def run(self) -> str:
+        saver = asyncio.ensure_future(self._checkpoint_loop())
+        try:
+            return await self.worker.run()
+        finally:
+            saver.cancel()
+            self.worker.checkpoint(self.checkpoint_dir)
+
+    async def _checkpoint_loop(self) -> None:
+        while self.checkpoint_every_s > 0:
+            await asyncio.sleep(self.checkpoint_every_s)
+            self.worker.checkpoint(self.checkpoint_dir)
+
+    def drain(self) -> dict:
+        return self.worker.drain()
+
+    def stop(self, reason: str) -> None:
+        self.worker.stop(reason)
+
+    def retire(self, task_id: str, reason: str) -> None:
+        self.worker.retire(task_id, reason)
+
+    def emigrants(self) -> dict:
+        return self.worker.emigrants()
+
+    def immigrate(self, by_task: dict) -> int:
+        return self.worker.immigrate(by_task)
+
+    def replay(self, records: list[tuple[Candidate, EvalResult]]) -> int:
+        return self.worker.replay(records)
+
+    def checkpoint(self) -> None:
+        self.worker.checkpoint(self.checkpoint_dir)
+
+    def status(self) -> dict:
+        return {"pid": os.getpid(), "restored": self.restored,
+                "held": {t: len(h.seen) for t, h in self.worker.hosts.items()}}

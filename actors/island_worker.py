@@ -1,0 +1,183 @@
+"""The island loop, without Ray: one island index, hosting that island of every task.
+
+`in_flight` slot coroutines each repeat: pick the next task still open (round-robin),
+build a request from the task's island (parent, inspirations, mode), ask the prompt
+evolver for a prompt, call the proposer, submit the child for evaluation, add it to the
+parent's island (this one: a child always lands on its parent's island), report the
+outcome to the prompt evolver and put the record in the outbox the driver drains.
+`IslandActor` is a thin Ray shell over this class.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Mapping
+
+from actors.island_host import IslandHost
+from foundry.store.rundir import task_file_name, write_atomic
+from foundry.types import Candidate, EvalResult, ProposalRequest, Task
+
+log = logging.getLogger(__name__)
+Submit = Callable[[Task, Candidate], Awaitable[tuple]]  # -> (result | None, evaluator, refusal)
+
+
+class NoPrompts:
+    """Prompt client used when there is no prompt evolver."""
+
+    async def pick(self, **_: Any) -> tuple[str, dict]:
+        return "", {}
+
+    async def report(self, **_: Any) -> None:
+        return None
+
+
+class IslandWorker:
+    def __init__(self, *, island_index: int, tasks: Mapping[str, Task], hosts: Mapping[str, IslandHost],
+                 proposer: Any, submit: Submit, prompts: Any = None, backend: str,
+                 in_flight: int = 2, max_duplicates: int = 64,
+                 hardware: Mapping[str, Any] | None = None, max_proposer_errors: int = 20):
+        self.island_index = island_index
+        self.tasks, self.hosts = dict(tasks), dict(hosts)
+        self.proposer, self.submit, self.prompts = proposer, submit, prompts or NoPrompts()
+        self.backend, self.in_flight, self.max_duplicates = backend, in_flight, max_duplicates
+        self.hardware = dict(hardware or {})
+        self.retired: dict[str, str] = {}
+        self.stop_reason = ""
+        self.outbox: list[tuple[Candidate, EvalResult, str]] = []
+        self.llm_calls: list[dict] = []
+        self.in_flight_ids: set[str] = set()
+        self.duplicates: dict[str, int] = {}
+        self.proposer_errors = 0
+        self.max_proposer_errors = max_proposer_errors
+        self._next = 0
+        self._stopping = False
+
+    # -- control -----------------------------------------------------------
+    def stop(self, reason: str = "stopped") -> None:
+        self._stopping = True
+        self.stop_reason = self.stop_reason or reason
+
+    def retire(self, task_id: str, reason: str) -> None:
+        self.retired.setdefault(task_id, reason)
+
+    def open_tasks(self) -> list[str]:
+        return [t for t in self.tasks if t not in self.retired]
+
+    def drain(self) -> dict:
+        out, calls = self.outbox, self.llm_calls
+        self.outbox, self.llm_calls = [], []
+        return {"records": out, "llm_calls": calls, "retired": dict(self.retired),
+                "stop_reason": self.stop_reason, "in_flight": len(self.in_flight_ids)}
+
+    # -- the loop ----------------------------------------------------------
+    async def run(self) -> str:
+        self._stopping = False
+        slots = [asyncio.ensure_future(self._slot()) for _ in range(self.in_flight)]
+        await asyncio.gather(*slots)
+        if not self.stop_reason:
+            self.stop_reason = "every task finished"
+        return self.stop_reason
+
+    def _pick_task(self) -> str | None:
+        open_ = self.open_tasks()
+        if not open_:
+            return None
+        task_id = open_[self._next % len(open_)]
+        self._next += 1
+        return task_id
+
+    async def _slot(self) -> None:
+        while not self._stopping:
+            task_id = self._pick_task()
+            if task_id is None:
+                return
+            await self.step(task_id)
+
+    async def step(self, task_id: str) -> None:
+        """One child for `task_id`: propose, evaluate, insert."""
+        task, host = self.tasks[task_id], self.hosts[task_id]
+        ctx = host.context()
+        prompt_id, sections = await self.prompts.pick(task_id=task_id, island_id=self.island_index,
+                                                      mode=ctx.mode)
+        request = ctx.proposal_request(task=task, backend=self.backend, prompt_id=prompt_id,
+                                       prompt_sections=dict(sections or {}), hardware=self.hardware)
+        try:
+            child = await self.proposer.propose(request)
+            self.proposer_errors = 0
+        except Exception as e:  # noqa: BLE001 - budgets end the run; other errors are counted
+            if type(e).__name__ == "BudgetExhausted":
+                self.stop(f"LLM budget spent ({e})")
+                return
+            self.proposer_errors += 1
+            log.warning("island %d: proposer failed on %s: %s", self.island_index, task_id, e)
+            if self.proposer_errors >= self.max_proposer_errors:
+                self.stop(f"the proposer failed {self.proposer_errors} times in a row ({e})")
+            await asyncio.sleep(0.2)
+            return
+        child = host.adopt(child, generation=request.generation, parent=request.parent,
+                           prompt_id=prompt_id)
+        cid = child.candidate_id
+        if host.has_seen(cid) or cid in self.in_flight_ids:
+            n = self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
+            if n >= self.max_duplicates:
+                self.retire(task_id, f"{n} proposals in a row were already evaluated")
+            await asyncio.sleep(0)
+            return
+        self.duplicates[task_id] = 0
+        self.in_flight_ids.add(cid)
+        try:
+            result, evaluator, refusal = await self.submit(task, child)
+        finally:
+            self.in_flight_ids.discard(cid)
+        if refusal:
+            scope, _, reason = refusal.partition(": ")
+            self.stop(reason) if scope == "all" else self.retire(task_id, reason)
+            return
+        if host.has_seen(cid):  # arrived meanwhile (a migrant or a twin proposal)
+            return
+        result, _ = host.add(child, result)
+        self.outbox.append((child, result, evaluator))
+        parent_fitness = request.parent_result.fitness if request.parent_result is not None else 0.0
+        await self.prompts.report(prompt_id=prompt_id, island_id=self.island_index,
+                                  improved=result.fitness > parent_fitness,
+                                  fitness_delta=result.fitness - parent_fitness,
+                                  correct=bool(result.correct))
+
+    # -- migration ---------------------------------------------------------
+    def emigrants(self) -> dict[str, list]:
+        return {t: h.emigrants() for t, h in self.hosts.items()}
+
+    def immigrate(self, by_task: Mapping[str, list]) -> int:
+        return sum(self.hosts[t].immigrate(list(m)) for t, m in by_task.items() if t in self.hosts)
+
+    # -- checkpoints and replay -------------------------------------------
+    def checkpoint(self, directory: str | Path) -> None:
+        directory = Path(directory)
+        for task_id, host in self.hosts.items():
+            host.save(directory / (task_file_name(task_id) + ".ckpt"))
+        write_atomic(directory / "worker.json", json.dumps(
+            {"island_index": self.island_index, "saved_at": time.time()}, sort_keys=True))
+
+    def restore(self, directory: str | Path) -> int:
+        """Load what `checkpoint` wrote (missing files are skipped); returns islands loaded."""
+        directory = Path(directory)
+        loaded = 0
+        for task_id, host in self.hosts.items():
+            path = directory / (task_file_name(task_id) + ".ckpt")
+            if path.exists():
+                host.load(path)
+                loaded += 1
+        return loaded
+
+    def replay(self, records: list[tuple[Candidate, EvalResult]]) -> int:
+        """Insert logged evaluations the islands do not hold yet (after a restart or resume)."""
+        added = 0
+        for cand, result in records:
+            host = self.hosts.get(cand.task_id)
+            if host is not None and host.replay(cand, result):
+                added += 1
+        return added

@@ -1,0 +1,79 @@
+"""Where the runtime builds the parts it wraps: evaluator, proposer, islands, prompt
+evolver, and the config validation of their groups. Keeping every constructor call in
+one module keeps the actors thin and the contracts in one place.
+
+`impl` arguments ("module:factory") replace a part by a stand-in (benchmarks, tests);
+the shipped configuration leaves them null and gets the real parts.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Callable, Mapping
+
+
+def load_impl(spec: str) -> Callable[..., Any]:
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise ValueError(f"implementation {spec!r} must look like 'package.module:factory'")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as e:
+        raise ValueError(f"cannot load implementation {spec!r}: {e}") from None
+
+
+def make_evaluator(eval_config: Mapping[str, Any], *, impl: str | None = None) -> Any:
+    if impl:
+        return load_impl(impl)(config=dict(eval_config))
+    from foundry.evaluate import EvalConfig, Evaluator
+    return Evaluator(config=EvalConfig.from_config(dict(eval_config)))
+
+
+def make_proposer(*, llm: Mapping[str, Any], templates: Mapping[str, Any],
+                  on_llm_call: Callable[[Any], None], seed: int, island_index: int,
+                  impl: str | None = None) -> Any:
+    """The LLM proposer when `llm.provider` is not none, else the template engine."""
+    if impl:
+        return load_impl(impl)(llm=dict(llm), templates=dict(templates), seed=seed,
+                               island_index=island_index, on_llm_call=on_llm_call)
+    from foundry.llm import LLMConfig, LLMProposer
+    llm_config = LLMConfig.from_config(dict(llm))
+    if llm_config.enabled:
+        return LLMProposer(llm_config, on_call=on_llm_call)
+    from foundry.templates import TemplateConfig, TemplateProposer
+    return TemplateProposer(config=TemplateConfig.from_config(dict(templates)), seed=seed + island_index)
+
+
+def island_seed(seed: int, island_index: int, task_id: str) -> int:
+    from foundry.types import content_hash
+    return int(content_hash(f"{seed}/{island_index}/{task_id}"), 16) % (2**31)
+
+
+def make_island(*, island: Mapping[str, Any], island_index: int, task_id: str, seed: int) -> Any:
+    from islands import Island, IslandConfig
+    return Island(island_id=island_index, task_id=task_id, config=IslandConfig.from_config(dict(island)),
+                  seed=island_seed(seed, island_index, task_id))
+
+
+def validate_groups(groups: Mapping[str, Mapping[str, Any]], *, skip: tuple = ()) -> dict[str, Any]:
+    """Build every group's config object (the owners' `from_config`), so a bad key or
+    value fails at start; returns {group: config object}."""
+    builders: dict[str, Callable[[Mapping], Any]] = {}
+
+    def add(group: str, module: str, cls: str) -> None:
+        def build(mapping: Mapping) -> Any:
+            return getattr(importlib.import_module(module), cls).from_config(dict(mapping))
+        builders[group] = build
+
+    add("evaluator", "foundry.evaluate", "EvalConfig")
+    add("island", "islands", "IslandConfig")
+    add("llm", "foundry.llm", "LLMConfig")
+    add("prompt", "foundry.llm", "PromptEvolutionConfig")
+    add("templates", "foundry.templates", "TemplateConfig")
+    add("tasks", "foundry.tasks.suite", "SuiteConfig")
+    out = {}
+    for group, build in builders.items():
+        if group in skip or group not in groups:
+            continue
+        out[group] = build(groups[group])
+    return out

@@ -1,0 +1,1 @@
+"""Hydra configs (the top-level conf/ folder, installed as the package foundry.conf)."""

@@ -1,0 +1,103 @@
+"""The dispatcher's balancing, re-queueing and budget logic (pure asyncio, no Ray)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from actors.dispatch import Balancer, EvaluationLost, Refused, WorkerLost
+
+
+def worker(name, delay, log, fail_first=0):
+    state = {"fails": fail_first}
+
+    async def call(payload):
+        await asyncio.sleep(delay)
+        if state["fails"]:
+            state["fails"] -= 1
+            raise WorkerLost(f"{name} died")
+        log.append((name, payload))
+        return payload * 10
+    return call
+
+
+async def test_balances_by_speed_and_returns_results():
+    log = []
+    b = Balancer()
+    b.add_worker("fast", worker("fast", 0.001, log), slots=1)
+    b.add_worker("slow", worker("slow", 0.02, log), slots=1)
+    results = await asyncio.gather(*(b.submit(i) for i in range(40)))
+    assert results == [i * 10 for i in range(40)]
+    done = {n: sum(1 for w, _ in log if w == n) for n in ("fast", "slow")}
+    assert done["fast"] > 3 * done["slow"] > 0
+    await b.aclose()
+
+
+async def test_work_of_a_lost_worker_is_requeued_to_another():
+    log = []
+    b = Balancer(retry_delay_s=0.05)
+    b.add_worker("dies", worker("dies", 0.005, log, fail_first=3))
+    b.add_worker("ok", worker("ok", 0.005, log))
+    results = await asyncio.gather(*(b.submit(i) for i in range(20)))
+    assert sorted(results) == [i * 10 for i in range(20)]
+    assert sorted(p for _, p in log) == list(range(20))  # each item evaluated exactly once
+    assert b.requeued == b.stats()["workers"]["dies"]["lost"] >= 1
+    await b.aclose()
+
+
+async def test_an_item_that_keeps_killing_workers_fails_after_max_attempts():
+    async def always_dies(payload):
+        raise WorkerLost("boom")
+    b = Balancer(max_attempts=3, retry_delay_s=0.0)
+    b.add_worker("a", always_dies)
+    with pytest.raises(EvaluationLost, match="3 times"):
+        await b.submit(1)
+    await b.aclose()
+
+
+async def test_budget_is_exact_and_per_key():
+    log = []
+    b = Balancer(budget=5, budget_per_key=2)
+    b.add_worker("w", worker("w", 0.0, log), slots=2)
+    assert await b.submit(1, key="a") == 10
+    assert await b.submit(2, key="a") == 20
+    with pytest.raises(Refused) as r:
+        await b.submit(3, key="a")
+    assert r.value.scope == "key"
+    outs = await asyncio.gather(*(b.submit(i, key=f"k{i}") for i in range(3)))
+    assert len(outs) == 3
+    with pytest.raises(Refused) as r:
+        await b.submit(9, key="z")
+    assert r.value.scope == "all" and "budget" in r.value.reason
+    assert b.stats()["submitted"] == 5
+    await b.aclose()
+
+
+async def test_close_refuses_new_work():
+    b = Balancer()
+    b.add_worker("w", worker("w", 0.0, []))
+    b.close("target reached", "t1")
+    with pytest.raises(Refused, match="target reached"):
+        await b.submit(1, key="t1")
+    assert await b.submit(1, key="t2") == 10
+    b.close("stopping")
+    with pytest.raises(Refused, match="stopping"):
+        await b.submit(1, key="t2")
+    await b.aclose()
+
+
+async def test_evaluator_errors_reach_the_submitter_and_the_worker_goes_on():
+    calls = []
+
+    async def flaky(payload):
+        calls.append(payload)
+        if payload == 1:
+            raise RuntimeError("evaluator bug")
+        return payload
+    b = Balancer()
+    b.add_worker("w", flaky)
+    with pytest.raises(RuntimeError, match="evaluator bug"):
+        await b.submit(1)
+    assert await b.submit(2) == 2
+    await b.aclose()

@@ -1,0 +1,100 @@
+"""The island loop without Ray: real islands, the copy-kernel proposer, a fake evaluator."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from actors.island_host import IslandHost
+from actors.island_worker import IslandWorker
+from actors.parts import make_island
+from actors.standins import CopyKernelProposer, FixedCostEvaluator
+
+
+def make_worker(task, *, index=0, budget=None, in_flight=3, proposer=None, prompts=None):
+    ev = FixedCostEvaluator()
+    state = {"n": 0}
+
+    async def submit(t, cand):
+        await asyncio.sleep(0.001)
+        if budget is not None and state["n"] >= budget:
+            return None, "", "all: evaluation budget spent"
+        state["n"] += 1
+        return ev.evaluate(task=t, candidate=cand), "ev-0", ""
+
+    hosts = {task.task_id: IslandHost(make_island(island={"count": 2}, island_index=index,
+                                                  task_id=task.task_id, seed=0))}
+    return IslandWorker(island_index=index, tasks={task.task_id: task}, hosts=hosts,
+                        proposer=proposer or CopyKernelProposer(island_index=index), submit=submit,
+                        prompts=prompts, backend="c", in_flight=in_flight)
+
+
+async def test_runs_until_the_budget_and_children_stay_on_their_island(relu_task):
+    w = make_worker(relu_task, index=1, budget=12)
+    reason = await w.run()
+    assert reason == "evaluation budget spent"
+    out = w.drain()["records"]
+    assert len(out) == 12
+    ids = {c.candidate_id for c, _, _ in out}
+    assert len(ids) == 12
+    island = w.hosts[relu_task.task_id].island
+    assert all(c.island_id == 1 for c, _, _ in out)
+    assert island.generation == 12
+    assert all(r.descriptor for _, r, _ in out)  # the island filled the cell
+    # every child after the first names a parent this island held
+    held = set()
+    for c, _, _ in out:
+        assert all(p in held for p in c.parent_ids)
+        held.add(c.candidate_id)
+    assert sum(1 for c, _, _ in out if c.parent_ids) >= 12 - 3  # 3 in flight translate first
+    assert w.drain()["records"] == []
+
+
+async def test_duplicates_are_not_evaluated_and_retire_the_task(relu_task):
+    class Same(CopyKernelProposer):
+        async def propose(self, request):
+            self.count = 0
+            return await super().propose(dataclasses.replace(request, generation=0, seed=0, island_id=0))
+
+    w = make_worker(relu_task, proposer=Same(), in_flight=1)
+    w.max_duplicates = 5
+    reason = await asyncio.wait_for(w.run(), 10)
+    assert reason == "every task finished"
+    assert len(w.drain()["records"]) == 1
+    assert "already evaluated" in w.retired[relu_task.task_id]
+
+
+async def test_checkpoint_restore_and_replay_lose_nothing(relu_task, tmp_path):
+    w = make_worker(relu_task, budget=6)
+    await w.run()
+    first = w.drain()["records"]
+    w.checkpoint(tmp_path)
+    w2 = make_worker(relu_task, budget=0)
+    assert w2.restore(tmp_path) == 1
+    assert w2.replay([(c, r) for c, r, _ in first]) == 0  # the checkpoint holds them all
+    w3 = make_worker(relu_task, budget=0)  # no checkpoint: rebuilt from the log alone
+    assert w3.replay([(c, r) for c, r, _ in first]) == 6
+    assert w3.hosts[relu_task.task_id].island.generation == 6
+    for c, _, _ in first:
+        assert w2.hosts[relu_task.task_id].has_seen(c.candidate_id)
+        assert w3.hosts[relu_task.task_id].has_seen(c.candidate_id)
+
+
+async def test_prompt_outcomes_are_reported(relu_task):
+    from actors.prompt_service import PromptService
+    service = PromptService(prompt={}, llm={"provider": "none"}, seed=1)
+    w = make_worker(relu_task, budget=8, prompts=service)
+    await w.run()
+    recs = w.drain()["records"]
+    assert all(c.strategy_id.startswith("p") for c, _, _ in recs)
+    stats = service.stats()["prompts"]
+    assert sum(s["reports"] for s in stats) == 8
+
+
+async def test_migration_between_workers(relu_task):
+    a, b = make_worker(relu_task, index=0, budget=12), make_worker(relu_task, index=1, budget=0)
+    await a.run()
+    out = a.emigrants()[relu_task.task_id]
+    assert out, "island 0 is due after 10 generations"
+    assert b.immigrate({relu_task.task_id: out}) >= 1
+    assert a.emigrants()[relu_task.task_id] == []  # not due again yet
