@@ -181,16 +181,21 @@ class PromptPopulation:
 
     # -- evolution ---------------------------------------------------------------------
 
-    async def evolve(self, *, client, rng: random.Random) -> EditOutcome:
-        """One edit step: the LLM rewrites one section of a selected prompt.
-        `client` is an `LLMClient` or None (no LLM: nothing is edited)."""
+    async def evolve(self, *, client, rng: random.Random, parent_id: str | None = None,
+                     section: str | None = None, strategy: str | None = None) -> EditOutcome:
+        """One edit step: the LLM rewrites one section of a prompt. `client` is an
+        `LLMClient` or None (no LLM: nothing is edited). The parent (default: picked as
+        `select` would), the section and the strategy (default: uniform) may be given."""
         self.reports_since_edit = 0
         if client is None:
             return self._log(EditOutcome("skipped", detail="no LLM configured"))
-        parent = self.select(rng)
-        self._records[parent.prompt_id].selected -= 1  # picking a parent is not a use
-        section = rng.choice(sorted(parent.sections))
-        strategy = rng.choice(list(self.config.edit_strategies))
+        if parent_id is None:
+            parent = self.select(rng)
+            self._records[parent.prompt_id].selected -= 1  # picking a parent is not a use
+        else:
+            parent = self.variant(parent_id)
+        section = section or rng.choice(sorted(parent.sections))
+        strategy = strategy or rng.choice(list(self.config.edit_strategies))
         base = dict(parent_id=parent.prompt_id, section=section, strategy=strategy)
         messages = edit_messages(parent.sections, section=section, strategy=strategy,
                                  record=self.stats_for(parent.prompt_id),

@@ -10,7 +10,7 @@ from foundry.llm import Budget, BudgetConfig, BudgetExhausted, LLMClient, LLMPro
 from foundry.types import ProposalRequest
 from support.openai_server import ScriptedResponse
 
-from conftest import PARENT_SOURCE, make_config
+from llm_helpers import PARENT_SOURCE, make_config
 
 MSG = [{"role": "user", "content": "write a kernel " * 40}]
 

@@ -10,7 +10,7 @@ from foundry.llm import templates as T
 from foundry.llm.prompt_builder import build_messages, default_sections
 from foundry.types import BACKENDS, Candidate, EvalResult, ProposalRequest
 
-from conftest import PARENT_SOURCE
+from llm_helpers import PARENT_SOURCE
 
 HW = {"name": "NVIDIA H200", "sm_count": 132, "l2_mb": 60, "bandwidth_gbs": 4020.5}
 

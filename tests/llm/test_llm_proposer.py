@@ -11,7 +11,7 @@ from foundry.llm import LLMProposer
 from foundry.types import Candidate, EvalResult, ProposalRequest
 from support.openai_server import ScriptedResponse
 
-from conftest import PARENT_SOURCE, make_config
+from llm_helpers import PARENT_SOURCE, make_config
 
 
 def _parent(task) -> tuple[Candidate, EvalResult]:
