@@ -1,0 +1,53 @@
+"""Emit a `c` backend candidate from a Description."""
+
+from __future__ import annotations
+
+from foundry.templates.candidate import assemble, kernel_args, launcher_class
+from foundry.templates.emit_c import TUNABLE_C, c_source
+from foundry.templates.ir import Description
+
+HEADER = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from foundry.kernels import c'''
+
+FILL = '''
+
+def _fill(src, params):
+    simd = int(params["SIMD"])
+    return (src.replace("@BLOCK@", str(int(params["BLOCK"])))
+               .replace("@IBLOCK@", str(int(params["IBLOCK"])))
+               .replace("@SIMD@", "simdlen(%d)" % simd if simd else "")
+               .replace("@SCHED@", str(params["SCHED"])))
+'''
+
+
+def tunable_for(desc: Description) -> dict:
+    """The C parameter space that matters for this description."""
+    tun = {"BLOCK": list(TUNABLE_C["BLOCK"]), "SIMD": list(TUNABLE_C["SIMD"]),
+           "SCHED": list(TUNABLE_C["SCHED"])}
+    if any(r.row is not None and r.row.family in ("reduce", "scan") for r in desc.regions):
+        tun["IBLOCK"] = list(TUNABLE_C["IBLOCK"])
+    else:
+        tun["IBLOCK"] = [TUNABLE_C["IBLOCK"][0]]
+    return tun
+
+
+def emit_c_candidate(*, desc: Description, task_source: str, params: dict | None = None,
+                     tunable: dict | None = None) -> str:
+    tun = tunable or tunable_for(desc)
+    defaults = {k: v[0] for k, v in tun.items()}
+    defaults.update(params or {})
+    src = c_source(desc.regions)
+    kernel_defs = f"_C_SRC = r'''{src}'''\n{FILL}"
+    launchers = [launcher_class(r, [f"self.kernel.{r.name}({', '.join(kernel_args(r))})"])
+                 for r in desc.regions]
+    init = ["params.update(globals().get('PARAMS', {}))",
+            "lib = c.build(_fill(_C_SRC, params), flags=('-fno-math-errno',))"]
+    init += [f"self.{r.name} = _{r.name.lstrip('_').upper()}(lib, params)" for r in desc.regions]
+    fams = ", ".join(desc.families)
+    note = (f"Template candidate (c backend): fused regions [{fams}] run as OpenMP/SIMD C kernels; "
+            "torch keeps the rest.")
+    return assemble(desc=desc, task_source=task_source, backend="c", header=HEADER,
+                    kernel_defs=kernel_defs, launchers=launchers, init_lines=init,
+                    tunable=tun, params=defaults, note=note)

@@ -1,0 +1,141 @@
+"""The `c` backend's op table: one C expression per pointwise op, the row ops'
+accumulators, and vectorisable fp32 math helpers (exp, log, tanh, erf written as
+polynomials on fp32 so `#pragma omp simd` loops vectorise without -ffast-math)."""
+
+from __future__ import annotations
+
+from foundry.templates.ir import Instr
+
+C_MATH = r"""
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include <float.h>
+static inline float kf_exp(float x) {
+    x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
+    float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  /* round to nearest */
+    float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
+    float p = 1.f + r * (1.f + r * (0.5f + r * (0.166666672f + r * (0.0416666679f
+              + r * (0.00833333377f + r * 0.00138888892f)))));
+    int32_t bits = ((int32_t)n + 127) << 23;
+    union { int32_t i; float f; } u; u.i = bits;
+    return p * u.f;
+}
+static inline float kf_log(float x) {  /* x > 0, finite */
+    union { float f; int32_t i; } ux; ux.f = x; int32_t bits = ux.i;
+    int32_t e = ((bits >> 23) & 0xff) - 127;
+    int32_t mb = (bits & 0x7fffff) | 0x3f800000;
+    union { int32_t i; float f; } um; um.i = mb; float m = um.f;
+    int big = m > 1.41421356f;
+    m = big ? m * 0.5f : m;
+    e = big ? e + 1 : e;
+    float f = m - 1.f, t = f / (2.f + f), t2 = t * t;
+    float s = 2.f * t * (1.f + t2 * (0.333333343f + t2 * (0.2f + t2 * (0.142857149f + t2 * 0.111111112f))));
+    return (float)e * 0.693147182f + s;
+}
+static inline float kf_tanh(float x) {
+    float ax = fabsf(x);
+    float t = kf_exp(-2.f * ax);
+    float big = (1.f - t) / (1.f + t);
+    float x2 = x * x;
+    float small = ax * (1.f + x2 * (-0.333333343f + x2 * (0.13333334f + x2 * -0.0539682540f)));
+    float r = ax < 0.0625f ? small : big;
+    return x < 0.f ? -r : r;
+}
+static inline float kf_sigmoid(float x) { return 1.f / (1.f + kf_exp(-x)); }
+static inline float kf_erf(float x) {
+    float ax = fabsf(x);
+    float t = 1.f / (1.f + 0.3275911f * ax);
+    float y = 1.f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t
+              - 0.284496736f) * t + 0.254829592f) * t * kf_exp(-ax * ax);
+    float x2 = x * x;
+    float small = ax * (1.12837917f + x2 * (-0.376126389f + x2 * (0.112837917f + x2 * -0.0268661706f)));
+    float r = ax < 0.125f ? small : y;
+    return x < 0.f ? -r : r;
+}
+static inline float kf_softplus(float x, float beta, float threshold) {
+    float z = x * beta;
+    return z > threshold ? x : kf_log(1.f + kf_exp(z)) / beta;
+}
+"""
+
+
+def _f(v) -> str:
+    """A C float literal."""
+    v = float(v)
+    if v == float("inf"):
+        return "INFINITY"
+    if v == float("-inf"):
+        return "(-INFINITY)"
+    return f"{v!r}f" if "e" in repr(v) or "." in repr(v) else f"{v!r}.f"
+
+
+def c_pointwise(ins: Instr, a: list) -> str:
+    """The C expression of one pointwise instruction on argument expressions `a`."""
+    op, x = ins.op, a[0]
+    if op == "relu":
+        return f"({x} > 0.f ? {x} : 0.f)"
+    if op == "sigmoid":
+        return f"kf_sigmoid({x})"
+    if op == "tanh":
+        return f"kf_tanh({x})"
+    if op == "gelu":
+        if ins.attr("approximate") == "tanh":
+            return f"(0.5f * {x} * (1.f + kf_tanh(0.797884560802865f * ({x} + 0.044715f * {x} * {x} * {x}))))"
+        return f"(0.5f * {x} * (1.f + kf_erf({x} * 0.707106781186548f)))"
+    if op == "silu":
+        return f"({x} * kf_sigmoid({x}))"
+    if op == "mish":
+        return f"({x} * kf_tanh(kf_softplus({x}, 1.f, 20.f)))"
+    if op == "hardswish":
+        return f"({x} * fminf(fmaxf({x} + 3.f, 0.f), 6.f) / 6.f)"
+    if op == "hardsigmoid":
+        return f"(fminf(fmaxf({x} + 3.f, 0.f), 6.f) / 6.f)"
+    if op == "hardtanh":
+        return f"fminf(fmaxf({x}, {_f(ins.attr('lo'))}), {_f(ins.attr('hi'))})"
+    if op == "elu":
+        return f"({x} > 0.f ? {x} : {_f(ins.attr('alpha'))} * (kf_exp({x}) - 1.f))"
+    if op == "selu":
+        return f"(1.05070098735548f * ({x} > 0.f ? {x} : 1.67326324235437f * (kf_exp({x}) - 1.f)))"
+    if op == "softplus":
+        return f"kf_softplus({x}, {_f(ins.attr('beta'))}, {_f(ins.attr('threshold'))})"
+    if op == "softsign":
+        return f"({x} / (1.f + fabsf({x})))"
+    if op == "leaky_relu":
+        return f"({x} > 0.f ? {x} : {x} * {_f(ins.attr('slope'))})"
+    if op == "clamp":
+        lo, hi = ins.attr("lo"), ins.attr("hi")
+        e = x
+        if lo is not None:
+            e = f"fmaxf({e}, {_f(lo)})"
+        if hi is not None:
+            e = f"fminf({e}, {_f(hi)})"
+        return e
+    unary = {"exp": "kf_exp({})", "log": "logf({})", "sqrt": "sqrtf({})", "rsqrt": "(1.f / sqrtf({}))",
+             "abs": "fabsf({})", "neg": "(-{})", "reciprocal": "(1.f / {})", "identity": "({})"}
+    if op in unary:
+        return unary[op].format(x)
+    y = a[1]
+    binary = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
+              "maximum": "fmaxf({}, {})", "minimum": "fminf({}, {})"}
+    if op in binary:
+        return binary[op].format(x, y)
+    if op == "pow":
+        e = ins.args[1].value
+        special = {2.0: f"({x} * {x})", 3.0: f"({x} * {x} * {x})", 0.5: f"sqrtf({x})",
+                   1.0: f"({x})", -1.0: f"(1.f / {x})"}
+        return special.get(e, f"powf({x}, {y})")
+    raise ValueError(f"no C expression for pointwise op {op!r}")
+
+
+# reductions: (init, combine(acc, v), finalize(acc, L) ; simd reduction operator or None)
+C_REDUCE = {
+    "sum": ("0.f", "{a} + {v}", "{a}", "+"),
+    "mean": ("0.f", "{a} + {v}", "{a} / (float){L}", "+"),
+    "max": ("-INFINITY", "fmaxf({a}, {v})", "{a}", "max"),
+    "min": ("INFINITY", "fminf({a}, {v})", "{a}", "min"),
+    "prod": ("1.f", "{a} * {v}", "{a}", "*"),
+    "norm_l2": ("0.f", "{a} + {v} * {v}", "sqrtf({a})", "+"),
+    "norm_l1": ("0.f", "{a} + fabsf({v})", "{a}", "+"),
+}
+C_DTYPE = {"float32": "float", "bool": "uint8_t", "int64": "int64_t", "int32": "int32_t"}

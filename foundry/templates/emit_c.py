@@ -1,0 +1,275 @@
+"""The `c` backend emitter: a Region -> one C function (OpenMP over rows/blocks, SIMD
+inner loops, the whole pointwise chain + row op in one pass over memory).
+
+Placeholders filled at construction from PARAMS: @BLOCK@ (elements per pointwise task),
+@IBLOCK@ (columns per task when a row op runs over a non-last dim), @SIMD@ (an optional
+`simdlen(n)` clause), @SCHED@ (OpenMP schedule).
+"""
+
+from __future__ import annotations
+
+from foundry.templates.c_ops import C_DTYPE, C_MATH, C_REDUCE, c_pointwise
+from foundry.templates.ir import Phase, Region
+from foundry.templates.launch import phase_ints
+
+TUNABLE_C = {"BLOCK": [4096, 1024, 16384, 65536], "IBLOCK": [64, 16, 256],
+             "SIMD": [0, 8, 16], "SCHED": ["static", "dynamic"]}
+
+
+def _load(phase: Phase, k: int, tag: str, ctx: str) -> tuple[str, str | None]:
+    fv = "f" if tag == "p" else "g"
+    """(expression, hoisted line or None) reading operand k of a phase."""
+    o = phase.operands[k]
+    cast = "" if o.dtype == "float32" else "(float)"
+    p, K, M = f"{tag}{k}", f"K{tag}", f"M{tag}{k}"
+    lay = o.layout
+    if phase.split == 0 and lay == "col":
+        lay = "full"
+    if ctx == "rj":
+        if lay == "full":
+            return f"{cast}{p}[rK + j]", None
+        if lay == "col":
+            return f"{cast}{p}[j]", None
+        if lay == "scalar":
+            return f"s{tag}{k}", f"const float s{tag}{k} = {cast}{p}[0];"
+        if lay == "row":
+            return f"s{tag}{k}", f"const float s{tag}{k} = {cast}{p}[r % {M}];"
+        return f"{cast}{p}[b{tag}{k} + j]", f"const int64_t b{tag}{k} = (r % {M}) * {K};"
+    idx = {"full": "f", "col": f"f % {K}", "scalar": "0", "row": f"(f / {K}) % {M}",
+           "rowcol": f"((f / {K}) % {M}) * {K} + f % {K}"}[lay].replace("f", fv)
+    return f"{cast}{p}[{idx}]", None
+
+
+def phase_code(phase: Phase, tag: str, ctx: str, row_expr: str = "") -> tuple[list, list, str]:
+    """(hoisted lines, body lines, result expression) of a phase; `tag` "p" (pre) or
+    "q" (post); ctx "rj" (row r, column j) or "f" (flat index f)."""
+    hoisted, body, loads = [], [], {}
+
+    def arg(ref):
+        if ref.kind == "val":
+            return f"v{tag}{ref.index}"
+        if ref.kind == "row":
+            return row_expr
+        if ref.kind == "const":
+            v = ref.value
+            return f"{v!r}f" if ("." in repr(v) or "e" in repr(v)) else f"{v!r}.f"
+        if ref.index not in loads:
+            e, h = _load(phase, ref.index, tag, ctx)
+            if h:
+                hoisted.append(h)
+            loads[ref.index] = e
+        return loads[ref.index]
+
+    for i, ins in enumerate(phase.body):
+        body.append(f"const float v{tag}{i} = {c_pointwise(ins, [arg(r) for r in ins.args])};")
+    return hoisted, body, arg(phase.result)
+
+
+def _params(region: Region) -> list:
+    params = []
+    for k, o in enumerate(region.pre.operands):
+        params.append((f"const {C_DTYPE[o.dtype]}* restrict", f"p{k}"))
+    if region.post is not None:
+        for k, o in enumerate(region.post.operands):
+            params.append((f"const {C_DTYPE[o.dtype]}* restrict", f"q{k}"))
+    if region.row is not None:
+        if region.row.weight:
+            params.append(("const float* restrict", "w"))
+        if region.row.bias:
+            params.append(("const float* restrict", "bb"))
+    params.append((f"{C_DTYPE[region.out_dtype]}* restrict", "out"))
+    params += [("int64_t", n) for n in phase_ints(region)]
+    return params
+
+
+def _indent(lines, n):
+    return "\n".join(" " * n + ln for ln in lines)
+
+
+def _kernel(region: Region, paths: list) -> str:
+    """A kernel from task bodies: paths = [(condition or None, task count, body lines)].
+    Each body becomes a static function of one task `t` whose pointer arguments are
+    `restrict` (so stores do not force reloads); the exported function runs the tasks
+    in an OpenMP loop."""
+    params = _params(region)
+    decl = ", ".join(f"{t} {n}" for t, n in params)
+    call = ", ".join(n for _, n in params)
+    out, branches = [], []
+    for k, (cond, count, body) in enumerate(paths):
+        fn = f"{region.name}_task{k}"
+        out.append(f"static inline void {fn}({decl}, int64_t t) {{\n{_indent(body, 4)}\n}}\n")
+        loop = (f"#pragma omp parallel for schedule(@SCHED@)\n"
+                f"for (int64_t t = 0; t < {count}; t++) {fn}({call}, t);")
+        branches.append((cond, loop))
+    if len(branches) == 1:
+        inner = _indent(branches[0][1].splitlines(), 4)
+    else:
+        inner = "\n".join(_indent([("if" if i == 0 else "} else if") + f" ({c}) {{" if c else "} else {",
+                                   *["    " + x for x in b.splitlines()]], 4)
+                          for i, (c, b) in enumerate(branches)) + "\n    }"
+    out.append(f"void {region.name}({decl}) {{\n{inner}\n}}\n")
+    return "\n".join(out)
+
+
+def _pre_at(region: Region, f: str) -> tuple[list, str]:
+    """Lines computing the pre value at flat index expression `f`, and its name."""
+    hoisted, body, res = phase_code(region.pre, "p", "f")
+    return [f"const int64_t f = {f};"] + hoisted + body, res
+
+
+def _post_write(region: Region, g: str, value: str) -> list:
+    if region.post is None:
+        return [f"out[{g}] = {value};"]
+    hoisted, body, res = phase_code(region.post, "q", "f", row_expr="rv")
+    return ["{", f"    const float rv = {value};", f"    const int64_t g = {g};",
+            *["    " + x for x in hoisted + body], f"    out[g] = {res};", "}"]
+
+
+def emit_region_c(region: Region) -> str:
+    """The C source of one region (with @...@ placeholders)."""
+    if region.row is None:
+        return _kernel(region, [(None, "Rp * ((Kp + @BLOCK@ - 1) / @BLOCK@)", _pointwise_body(region))])
+    fam = region.row.family
+    make = {"reduce": _reduce_paths, "softmax": _softmax_paths, "norm": _norm_paths,
+            "scan": _scan_paths}.get(fam)
+    if make is None:
+        raise ValueError(f"no C template for row family {fam!r}")
+    return _kernel(region, make(region))
+
+
+def _pointwise_body(region: Region) -> list:
+    hoisted, body, res = phase_code(region.pre, "p", "rj")
+    return ["const int64_t nb = (Kp + @BLOCK@ - 1) / @BLOCK@;",
+            "const int64_t r = t / nb, j0 = (t % nb) * @BLOCK@;",
+            "const int64_t j1 = j0 + @BLOCK@ < Kp ? j0 + @BLOCK@ : Kp;",
+            "const int64_t rK = r * Kp;", *hoisted,
+            "#pragma omp simd @SIMD@", "for (int64_t j = j0; j < j1; j++) {",
+            *["    " + x for x in body], f"    out[rK + j] = {res};", "}"]
+
+
+def _loop(var: str, n: str, body: list, pragma: str = "", reverse: bool = False) -> list:
+    head = [pragma] if pragma else []
+    return head + [f"for (int64_t {var} = 0; {var} < {n}; {var}++) {{", *["    " + x for x in body], "}"]
+
+
+def _reduce_paths(region: Region) -> list:
+    kind = region.row.kind
+    paths = []
+    for contiguous in (True, False):
+        pre, v = _pre_at(region, "base + l" if contiguous else "base + l * inner")
+        head = ["const int64_t o = t / inner, i = t % inner;", "(void)o; (void)i;",
+                "const int64_t base = o * L * inner + i;"]
+        if kind in C_REDUCE:
+            init, comb, fin, red = C_REDUCE[kind]
+            if not contiguous:
+                break
+            body = head + [f"float acc = {init};"] + _loop("l", "L", pre + [f"acc = {comb.format(a='acc', v=v)};"],
+                                                           f"#pragma omp simd reduction({red}:acc)")
+            final = fin.format(a="acc", L="L")
+        elif kind == "logsumexp":
+            body = head + ["float m = -INFINITY;"] + _loop("l", "L", pre + [f"m = fmaxf(m, {v});"],
+                                                           "#pragma omp simd reduction(max:m)" if contiguous else "")
+            body += ["float acc = 0.f;"] + _loop("l", "L", pre + [f"acc += kf_exp({v} - m);"],
+                                                  "#pragma omp simd reduction(+:acc)" if contiguous else "")
+            final = "(m == -INFINITY ? m : m + kf_log(acc))"
+        elif kind in ("argmax", "argmin"):
+            cmp = ">" if kind == "argmax" else "<"
+            body = head + ["float best = 0.f; int64_t bi = 0;"] + _loop(
+                "l", "L", pre + [f"const float x = {v};", f"if (l == 0 || x {cmp} best) {{ best = x; bi = l; }}"])
+            final = "bi"
+        else:
+            raise ValueError(f"no C template for reduction {kind!r}")
+        paths.append(("inner == 1" if contiguous else None, "outer * inner",
+                      body + _post_write(region, "t", final)))
+    if kind in C_REDUCE:
+        init, comb, fin, _ = C_REDUCE[kind]
+        pre, v = _pre_at(region, "o * L * inner + l * inner + c")
+        body = ["const int64_t nb = (inner + @IBLOCK@ - 1) / @IBLOCK@;",
+                "const int64_t o = t / nb, c0 = (t % nb) * @IBLOCK@;",
+                "const int64_t c1 = c0 + @IBLOCK@ < inner ? c0 + @IBLOCK@ : inner;",
+                "float acc[@IBLOCK@];", f"for (int64_t c = c0; c < c1; c++) acc[c - c0] = {init};"]
+        inner_loop = ["#pragma omp simd", "for (int64_t c = c0; c < c1; c++) {", *["    " + x for x in pre],
+                      f"    acc[c - c0] = {comb.format(a='acc[c - c0]', v=v)};", "}"]
+        body += _loop("l", "L", inner_loop)
+        body += ["for (int64_t c = c0; c < c1; c++) {",
+                 *["    " + x for x in _post_write(region, "o * inner + c", fin.format(a="acc[c - c0]", L="L"))], "}"]
+        paths.append((None, "outer * ((inner + @IBLOCK@ - 1) / @IBLOCK@)", body))
+    return paths
+
+
+def _softmax_paths(region: Region) -> list:
+    log = region.row.kind == "log_softmax"
+    paths = []
+    for contiguous in (True, False):
+        pre, v = _pre_at(region, "base + l" if contiguous else "base + l * inner")
+        simd = (lambda r: f"#pragma omp simd reduction({r})") if contiguous else (lambda r: "")
+        write = [f"const float e = {v} - m - ls;"] if log else [f"const float e = kf_exp({v} - m) * inv;"]
+        body = ["const int64_t o = t / inner, i = t % inner;", "const int64_t base = o * L * inner + i;",
+                "float m = -INFINITY;"]
+        body += _loop("l", "L", pre + [f"m = fmaxf(m, {v});"], simd("max:m"))
+        body += ["float s = 0.f;"] + _loop("l", "L", pre + [f"s += kf_exp({v} - m);"], simd("+:s"))
+        body += ["const float inv = 1.f / s, ls = kf_log(s);", "(void)inv; (void)ls;"]
+        body += _loop("l", "L", pre + write + _post_write(region, "f", "e"),
+                      "#pragma omp simd" if contiguous else "")
+        paths.append(("inner == 1" if contiguous else None, "outer * inner", body))
+    return paths
+
+
+def _norm_paths(region: Region) -> list:
+    row = region.row
+    pre, v = _pre_at(region, "base + l")
+    widx = {"layer": "l", "rms": "l", "group": f"(o % {row.groups}) * Cg + l / HW"}.get(row.kind, "o % C")
+    scale = f" * w[{widx}]" if row.weight else ""
+    shift = f" + bb[{widx}]" if row.bias else ""
+    red = lambda r: f"#pragma omp simd reduction({r})"  # noqa: E731
+    body = ["const int64_t o = t;", "const int64_t base = o * L;"]
+    if row.kind == "rms":
+        body += ["float ss = 0.f;"] + _loop("l", "L", pre + [f"ss += {v} * {v};"], red("+:ss"))
+        body += [f"const float mean = 0.f, rstd = 1.f / sqrtf(ss / (float)L + {row.eps!r}f);"]
+    else:
+        body += ["float sm = 0.f;"] + _loop("l", "L", pre + [f"sm += {v};"], red("+:sm"))
+        body += ["const float mean = sm / (float)L;", "float sv = 0.f;"]
+        body += _loop("l", "L", pre + [f"const float d = {v} - mean;", "sv += d * d;"], red("+:sv"))
+        body += [f"const float rstd = 1.f / sqrtf(sv / (float)L + {row.eps!r}f);"]
+    body += _loop("l", "L", pre + [f"const float e = ({v} - mean) * rstd{scale}{shift};"]
+                  + _post_write(region, "f", "e"), "#pragma omp simd")
+    return [(None, "outer", body)]
+
+
+def _scan_paths(region: Region) -> list:
+    row = region.row
+    op, init = ("+", "0.f") if row.kind == "cumsum" else ("*", "1.f")
+    lexpr = "(L - 1 - ll)" if row.reverse else "ll"
+
+    def update(v, acc):
+        if row.exclusive:
+            return [f"const float x = {v};", f"const float e = {acc};", f"{acc} = {acc} {op} x;"]
+        return [f"const float x = {v};", f"{acc} = {acc} {op} x;", f"const float e = {acc};"]
+
+    pre, v = _pre_at(region, f"base + {lexpr}")
+    row_body = ["const int64_t o = t;", "const int64_t base = o * L;", f"float acc = {init};"]
+    row_body += _loop("ll", "L", pre + update(v, "acc") + _post_write(region, "f", "e"))
+    pre_c, vc = _pre_at(region, f"o * L * inner + {lexpr} * inner + c")
+    col_body = ["const int64_t nb = (inner + @IBLOCK@ - 1) / @IBLOCK@;",
+                "const int64_t o = t / nb, c0 = (t % nb) * @IBLOCK@;",
+                "const int64_t c1 = c0 + @IBLOCK@ < inner ? c0 + @IBLOCK@ : inner;",
+                "float acc[@IBLOCK@];", f"for (int64_t c = c0; c < c1; c++) acc[c - c0] = {init};"]
+    col_body += _loop("ll", "L", ["#pragma omp simd", "for (int64_t c = c0; c < c1; c++) {",
+                                  *["    " + x for x in pre_c + update(vc, "acc[c - c0]")
+                                    + _post_write(region, "f", "e")], "}"])
+    return [("inner == 1", "outer", row_body),
+            (None, "outer * ((inner + @IBLOCK@ - 1) / @IBLOCK@)", col_body)]
+
+
+def c_source(regions) -> str:
+    """The whole C translation unit for a description's regions."""
+    return C_MATH + "\n" + "\n".join(emit_region_c(r) for r in regions)
+
+
+def fill(src: str, params: dict) -> str:
+    """Substitute the @...@ placeholders with PARAMS values."""
+    simd = int(params.get("SIMD", 0))
+    return (src.replace("@BLOCK@", str(int(params.get("BLOCK", 4096))))
+               .replace("@IBLOCK@", str(int(params.get("IBLOCK", 64))))
+               .replace("@SIMD@", f"simdlen({simd})" if simd else "")
+               .replace("@SCHED@", str(params.get("SCHED", "static"))))

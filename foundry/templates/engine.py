@@ -1,0 +1,64 @@
+"""Task -> Description -> candidate source, for each backend; and coverage."""
+
+from __future__ import annotations
+
+import torch
+
+from foundry.tasks.loader import build_module
+from foundry.templates.recognize import NotCovered, describe
+from foundry.types import Task
+
+BACKENDS = ("c", "triton")
+
+
+def reference_and_inputs(task: Task, *, seed: int = 0):
+    """Build the task's Model (seeded) and one set of its inputs on the CPU."""
+    module = build_module(task)
+    torch.manual_seed(seed)
+    init = module.get_init_inputs()
+    model = module.Model(*init)
+    inputs = module.get_inputs()
+    return model, list(init), list(inputs)
+
+
+_CACHE: dict = {}
+
+
+def describe_task(task: Task):
+    """The task's Description (cached per task source and sizes); raises NotCovered."""
+    key = (task.task_id, task.source_hash)
+    if key not in _CACHE:
+        try:
+            model, _, inputs = reference_and_inputs(task)
+            _CACHE[key] = describe(model, inputs)
+        except NotCovered as e:
+            _CACHE[key] = e
+    hit = _CACHE[key]
+    if isinstance(hit, NotCovered):
+        raise hit
+    return hit
+
+
+def coverage(task: Task) -> str | None:
+    """None when a template applies to `task`, else the reason none does."""
+    try:
+        describe_task(task)
+    except NotCovered as e:
+        return f"no template applies; needs an LLM ({e})"
+    except Exception as e:  # noqa: BLE001 - the task itself failed to build/run
+        return f"no template applies; needs an LLM (the reference failed: {type(e).__name__}: {e})"
+    return None
+
+
+def emit(task: Task, *, backend: str, variant: str = "fused", params: dict | None = None,
+         tunable: dict | None = None) -> str:
+    """The candidate source of `task` for `backend` from template `variant`."""
+    desc = describe_task(task)
+    if backend == "c":
+        from foundry.templates.backend_c import emit_c_candidate
+        return emit_c_candidate(desc=desc, task_source=task.source, params=params, tunable=tunable)
+    if backend == "triton":
+        from foundry.templates.backend_triton import emit_triton_candidate
+        return emit_triton_candidate(desc=desc, task_source=task.source, params=params,
+                                     tunable=tunable, variant=variant)
+    raise ValueError(f"no templates for backend {backend!r} (choose from {', '.join(BACKENDS)})")

@@ -1,0 +1,166 @@
+"""The backend-neutral description of a fused computation.
+
+A task's forward is read into a graph; runs of fusable nodes become `Region`s. A region
+is one kernel: a pointwise `pre` phase on the input shape, an optional `RowOp`
+(reduction, softmax, norm or scan over a contiguous range of dims), and a pointwise
+`post` phase on the row op's output shape. Everything else (matmul, convolution,
+pooling, views) stays a torch call in the candidate's forward. Emitters for each backend
+turn a region into kernel source; each op is written once per backend.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+FLOAT = "float32"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """An argument of a pointwise instruction.
+
+    kind: "val" (result of instruction `index` of the same phase), "in" (tensor operand
+    `index` of the phase), "row" (the row op's result, post phase only), "const" (`value`).
+    """
+
+    kind: str
+    index: int = 0
+    value: float = 0.0
+
+
+@dataclass(frozen=True)
+class Instr:
+    """One pointwise op; `attrs` are the op's scalar settings as (name, value) pairs."""
+
+    op: str
+    args: tuple
+    attrs: tuple = ()
+
+    def attr(self, name: str, default=None):
+        for k, v in self.attrs:
+            if k == name:
+                return v
+        return default
+
+
+@dataclass(frozen=True)
+class Operand:
+    """A tensor read by a phase, broadcast to the phase's shape S viewed as [R, K] with
+    R = prod(S[:split]), K = prod(S[split:]).
+
+    `row_from`: the operand varies over dims [row_from, split) (None: over none of them);
+    `col`: it varies over all of S[split:] (else over none). A full-shape operand has
+    row_from=0 and col=True; a per-channel bias (C,1,1) on (N,C,H,W) with split=2 has
+    row_from=1, col=False; a scalar tensor has row_from=None, col=False.
+    """
+
+    name: str  # the variable that holds it in the generated forward
+    dtype: str = FLOAT
+    row_from: int | None = 0
+    col: bool = True
+
+    @property
+    def layout(self) -> str:
+        if self.row_from is None:
+            return "col" if self.col else "scalar"
+        if self.row_from == 0 and self.col:
+            return "full"
+        return "rowcol" if self.col else "row"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A pointwise computation over one shape; the result is `result`."""
+
+    rank: int
+    split: int
+    operands: tuple  # of Operand
+    body: tuple  # of Instr
+    result: Ref
+
+
+@dataclass(frozen=True)
+class RowOp:
+    """A row operation over dims [dim_start, dim_end) of its input (viewed as
+    [outer, L, inner]).
+
+    family: "reduce" (kind: sum mean max min argmax argmin logsumexp prod norm_l1
+    norm_l2), "softmax" (softmax, log_softmax), "norm" (layer rms group instance),
+    "scan" (cumsum cumprod; `reverse`, `exclusive`).
+    `weight`/`bias`: forward variable names of affine parameters (norms); for "layer" and
+    "rms" indexed by the position within the row, for "group"/"instance" by channel.
+    """
+
+    family: str
+    kind: str
+    dim_start: int
+    dim_end: int
+    keepdim: bool = True
+    reverse: bool = False
+    exclusive: bool = False
+    eps: float = 1e-5
+    groups: int = 1
+    weight: str | None = None
+    bias: str | None = None
+    out_dtype: str = FLOAT
+
+    @property
+    def reduces(self) -> bool:
+        return self.family == "reduce"
+
+
+@dataclass(frozen=True)
+class Region:
+    """One fused kernel. `anchor`: index of the pre-phase operand whose shape is the
+    region's input shape. `inputs`: the forward variables passed to the kernel, in order:
+    pre operands, then post operands, then the row op's weight and bias."""
+
+    name: str
+    pre: Phase
+    row: RowOp | None
+    post: Phase | None
+    anchor: int
+    out_rank: int
+    out_dtype: str = FLOAT
+
+    @property
+    def inputs(self) -> tuple:
+        names = [o.name for o in self.pre.operands]
+        if self.post is not None:
+            names += [o.name for o in self.post.operands]
+        if self.row is not None:
+            names += [n for n in (self.row.weight, self.row.bias) if n]
+        return tuple(names)
+
+    @property
+    def family(self) -> str:
+        return self.row.family if self.row is not None else "pointwise"
+
+
+@dataclass(frozen=True)
+class Prologue:
+    """A torch call kept on the vendor library (cuBLAS/cuDNN/ATen) before a region."""
+
+    kind: str  # "linear", "conv", "matmul", "other"
+    target: str  # module attribute or function name
+
+
+@dataclass(frozen=True)
+class Description:
+    """A task's forward as torch calls plus fused regions.
+
+    `forward_src`: the body of `forward` (a def), calling region kernels as
+    `self._k<i>(...)`. `linear_epilogue`: when the forward is exactly one nn.Linear
+    followed by one pointwise region, the module attribute of that Linear (the Triton
+    matmul-with-epilogue template applies).
+    """
+
+    regions: tuple  # of Region
+    forward_src: str
+    prologues: tuple = ()  # of Prologue
+    linear_epilogue: str | None = None
+    linear_region: int | None = None
+
+    @property
+    def families(self) -> tuple:
+        return tuple(sorted({r.family for r in self.regions}))

@@ -1,0 +1,251 @@
+"""Which torch calls are which fusable ops: pointwise ops and row ops.
+
+`pointwise_of(node, modules)` and `rowop_of(node, modules, shape)` read one torch.fx node
+and return the op in the description's vocabulary, or None when the node is not one.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+UNARY = ("relu", "sigmoid", "tanh", "gelu", "silu", "mish", "hardswish", "hardsigmoid",
+         "hardtanh", "elu", "selu", "softplus", "softsign", "leaky_relu", "clamp", "exp",
+         "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "identity")
+BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
+POINTWISE = UNARY + BINARY
+
+
+def _fns(*names_and_objs):
+    out = {}
+    for name, objs in names_and_objs:
+        for o in objs:
+            if o is not None:
+                out[o] = name
+    return out
+
+
+_g = getattr
+_FUNCS = _fns(
+    ("relu", [torch.relu, F.relu, _g(torch, "relu_", None)]),
+    ("sigmoid", [torch.sigmoid, F.sigmoid]), ("tanh", [torch.tanh, F.tanh]),
+    ("gelu", [F.gelu]), ("silu", [F.silu]), ("mish", [F.mish]),
+    ("hardswish", [F.hardswish]), ("hardsigmoid", [F.hardsigmoid]),
+    ("hardtanh", [F.hardtanh]), ("relu6", [F.relu6]), ("elu", [F.elu]), ("selu", [F.selu, torch.selu]),
+    ("softplus", [F.softplus]), ("softsign", [F.softsign]), ("leaky_relu", [F.leaky_relu]),
+    ("clamp", [torch.clamp, torch.clip]), ("exp", [torch.exp]), ("log", [torch.log]),
+    ("sqrt", [torch.sqrt]), ("rsqrt", [torch.rsqrt]), ("abs", [torch.abs]),
+    ("neg", [torch.neg, operator.neg]), ("reciprocal", [torch.reciprocal]),
+    ("add", [torch.add, operator.add]), ("sub", [torch.sub, operator.sub]),
+    ("mul", [torch.mul, operator.mul]), ("div", [torch.div, operator.truediv]),
+    ("maximum", [torch.maximum]), ("minimum", [torch.minimum]),
+    ("pow", [torch.pow, operator.pow]), ("identity", [F.dropout]),
+)
+_METHODS = {m: m for m in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
+                           "neg", "reciprocal", "add", "sub", "mul", "div", "clamp", "pow")}
+_METHODS.update({"clip": "clamp", "maximum": "maximum", "minimum": "minimum"})
+_MODULES = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.GELU: "gelu",
+            nn.SiLU: "silu", nn.Mish: "mish", nn.Hardswish: "hardswish",
+            nn.Hardsigmoid: "hardsigmoid", nn.Hardtanh: "hardtanh", nn.ReLU6: "relu6",
+            nn.ELU: "elu", nn.SELU: "selu", nn.Softplus: "softplus", nn.Softsign: "softsign",
+            nn.LeakyReLU: "leaky_relu", nn.Identity: "identity", nn.Dropout: "identity"}
+
+
+@dataclass(frozen=True)
+class PointwiseCall:
+    op: str
+    args: tuple  # fx Nodes or python numbers
+    attrs: tuple = ()
+
+
+def _arg(node, i, name, default=None):
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def _num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def pointwise_of(node, modules: dict) -> PointwiseCall | None:
+    """The pointwise op a node computes, or None."""
+    if node.op == "call_function":
+        name = _FUNCS.get(node.target)
+    elif node.op == "call_method":
+        name = _METHODS.get(node.target)
+    elif node.op == "call_module":
+        mod = modules.get(node.target)
+        name = _MODULES.get(type(mod))
+        if type(mod) is nn.Dropout and mod.training and mod.p > 0:
+            return None
+        return _module_call(name, mod, node) if name else None
+    else:
+        return None
+    if name is None:
+        return None
+    x = node.args[0] if node.args else node.kwargs.get("input")
+    if name in BINARY:
+        y = _arg(node, 1, "other", _arg(node, 1, "exponent"))
+        if name in ("add", "sub") and _arg(node, 2, "alpha", 1) != 1:
+            return None
+        if name == "div" and node.kwargs.get("rounding_mode") is not None:
+            return None
+        if name == "pow" and not _num(y):
+            return None
+        return PointwiseCall(name, (x, y))
+    if name == "identity":  # F.dropout
+        if _arg(node, 2, "training", True) and _arg(node, 1, "p", 0.5) > 0:
+            return None
+        return PointwiseCall("identity", (x,))
+    if name == "relu6":
+        return PointwiseCall("hardtanh", (x,), (("lo", 0.0), ("hi", 6.0)))
+    if name == "clamp":
+        lo, hi = _arg(node, 1, "min"), _arg(node, 2, "max")
+        if (lo is not None and not _num(lo)) or (hi is not None and not _num(hi)):
+            return None
+        return PointwiseCall("clamp", (x,), (("lo", lo), ("hi", hi)))
+    attrs = {
+        "gelu": lambda: (("approximate", node.kwargs.get("approximate", "none")),),
+        "hardtanh": lambda: (("lo", float(_arg(node, 1, "min_val", -1.0))),
+                             ("hi", float(_arg(node, 2, "max_val", 1.0)))),
+        "elu": lambda: (("alpha", float(_arg(node, 1, "alpha", 1.0))),),
+        "softplus": lambda: (("beta", float(_arg(node, 1, "beta", 1.0))),
+                             ("threshold", float(_arg(node, 2, "threshold", 20.0)))),
+        "leaky_relu": lambda: (("slope", float(_arg(node, 1, "negative_slope", 0.01))),),
+    }.get(name, lambda: ())()
+    return PointwiseCall(name, (x,), attrs)
+
+
+def _module_call(name, mod, node) -> PointwiseCall:
+    x = node.args[0]
+    if name == "gelu":
+        return PointwiseCall(name, (x,), (("approximate", mod.approximate),))
+    if name in ("hardtanh", "relu6"):
+        return PointwiseCall("hardtanh", (x,), (("lo", float(mod.min_val)), ("hi", float(mod.max_val))))
+    if name == "elu":
+        return PointwiseCall(name, (x,), (("alpha", float(mod.alpha)),))
+    if name == "softplus":
+        return PointwiseCall(name, (x,), (("beta", float(mod.beta)), ("threshold", float(mod.threshold))))
+    if name == "leaky_relu":
+        return PointwiseCall(name, (x,), (("slope", float(mod.negative_slope)),))
+    return PointwiseCall(name, (x,))
+
+
+@dataclass(frozen=True)
+class RowCall:
+    family: str
+    kind: str
+    x: object  # the input node
+    dims: tuple  # normalised, sorted
+    keepdim: bool = False
+    reverse: bool = False
+    eps: float = 1e-5
+    groups: int = 1
+    weight: str | None = None  # module attribute path of the affine weight
+    bias: str | None = None
+    tuple_index: int | None = None  # for torch.max(x, dim): which output the user takes
+
+
+_REDUCE_FUNCS = _fns(("sum", [torch.sum]), ("mean", [torch.mean]), ("amax", [torch.amax]),
+                     ("amin", [torch.amin]), ("argmax", [torch.argmax]), ("argmin", [torch.argmin]),
+                     ("logsumexp", [torch.logsumexp]), ("prod", [torch.prod]),
+                     ("max", [torch.max]), ("min", [torch.min]), ("norm", [torch.norm]),
+                     ("softmax", [torch.softmax, F.softmax]),
+                     ("log_softmax", [torch.log_softmax, F.log_softmax]),
+                     ("cumsum", [torch.cumsum]), ("cumprod", [torch.cumprod]))
+_REDUCE_METHODS = ("sum", "mean", "amax", "amin", "argmax", "argmin", "logsumexp", "prod",
+                   "max", "min", "norm", "softmax", "log_softmax", "cumsum", "cumprod")
+
+
+def _dims(d, rank):
+    if d is None:
+        return tuple(range(rank))
+    if isinstance(d, int):
+        d = (d,)
+    if not all(isinstance(v, int) for v in d):
+        return None
+    return tuple(sorted(v % rank for v in d))
+
+
+def rowop_of(node, modules: dict, in_rank: int | None) -> RowCall | None:
+    """The row op a node computes (reduction, softmax, norm, scan), or None."""
+    if in_rank is None:
+        return None
+    if node.op == "call_module":
+        return _module_rowop(node, modules.get(node.target), in_rank)
+    if node.op == "call_function":
+        name = _REDUCE_FUNCS.get(node.target)
+    elif node.op == "call_method":
+        name = node.target if node.target in _REDUCE_METHODS else None
+    else:
+        return None
+    if name is None:
+        return None
+    x = node.args[0] if node.args else node.kwargs.get("input")
+    if name == "norm":
+        p = _arg(node, 1, "p", "fro")
+        dims = _dims(_arg(node, 2, "dim"), in_rank)
+        kind = {2: "norm_l2", 2.0: "norm_l2", "fro": "norm_l2", 1: "norm_l1", 1.0: "norm_l1"}.get(p)
+        if kind is None or dims is None:
+            return None
+        return RowCall("reduce", kind, x, dims, bool(_arg(node, 3, "keepdim", False)))
+    if name in ("softmax", "log_softmax"):
+        d = _arg(node, 1, "dim")
+        if not isinstance(d, int) or node.kwargs.get("dtype") is not None:
+            return None
+        return RowCall("softmax", name, x, (d % in_rank,), True)
+    if name in ("cumsum", "cumprod"):
+        d = _arg(node, 1, "dim")
+        if not isinstance(d, int) or node.kwargs.get("dtype") is not None:
+            return None
+        return RowCall("scan", name, x, (d % in_rank,), True)
+    d = _arg(node, 1, "dim")
+    if name in ("max", "min"):
+        if d is None or not isinstance(d, int):
+            return None  # global max / elementwise max with a tensor
+        return RowCall("reduce", name, x, (d % in_rank,), bool(_arg(node, 2, "keepdim", False)))
+    if name in ("argmax", "argmin"):
+        if not isinstance(d, int):
+            return None
+        return RowCall("reduce", name, x, (d % in_rank,), bool(_arg(node, 2, "keepdim", False)))
+    if name in ("sum", "mean", "prod") and node.kwargs.get("dtype") is not None:
+        return None
+    dims = _dims(d, in_rank)
+    if dims is None or (name == "prod" and len(dims) != 1):
+        return None
+    kind = {"amax": "max", "amin": "min"}.get(name, name)
+    return RowCall("reduce", kind, x, dims, bool(_arg(node, 2, "keepdim", False)))
+
+
+def _module_rowop(node, mod, rank) -> RowCall | None:
+    x = node.args[0]
+    name = node.target
+    if isinstance(mod, (nn.Softmax, nn.LogSoftmax)):
+        if mod.dim is None:
+            return None
+        kind = "softmax" if isinstance(mod, nn.Softmax) else "log_softmax"
+        return RowCall("softmax", kind, x, (mod.dim % rank,), True)
+    w = lambda m, a: f"{name}.{a}" if getattr(m, a, None) is not None else None  # noqa: E731
+    if isinstance(mod, nn.LayerNorm):
+        k = len(mod.normalized_shape)
+        return RowCall("norm", "layer", x, tuple(range(rank - k, rank)), True, eps=mod.eps,
+                       weight=w(mod, "weight"), bias=w(mod, "bias"))
+    if hasattr(nn, "RMSNorm") and isinstance(mod, nn.RMSNorm):
+        k = len(mod.normalized_shape)
+        eps = mod.eps if mod.eps is not None else torch.finfo(torch.float32).eps
+        return RowCall("norm", "rms", x, tuple(range(rank - k, rank)), True, eps=eps,
+                       weight=w(mod, "weight"))
+    if isinstance(mod, nn.GroupNorm) and rank >= 2:
+        return RowCall("norm", "group", x, tuple(range(1, rank)), True, eps=mod.eps,
+                       groups=mod.num_groups, weight=w(mod, "weight"), bias=w(mod, "bias"))
+    if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)) and rank >= 3:
+        if mod.track_running_stats:
+            return None
+        return RowCall("norm", "instance", x, tuple(range(2, rank)), True, eps=mod.eps,
+                       weight=w(mod, "weight"), bias=w(mod, "bias"))
+    return None

@@ -1,0 +1,441 @@
+"""Read a task's reference `Model` into a `Description`: torch calls plus fused regions.
+
+The forward is traced with torch.fx and its shapes propagated on the task's example
+inputs; runs of pointwise nodes, at most one row op (reduction, softmax, norm, scan) and
+the pointwise nodes after it become one `Region`. Whatever is left (matmul,
+convolution, pooling, views) stays a torch call in the generated forward.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx as fx
+import torch.nn as nn
+from torch.fx.passes.shape_prop import ShapeProp
+
+from foundry.templates.ir import FLOAT, Description, Instr, Operand, Phase, Prologue, Ref, Region, RowOp
+from foundry.templates.ops import pointwise_of, rowop_of
+
+_IDENTITY_ON_ONE = ("sum", "mean", "max", "min", "logsumexp", "prod")
+_DTYPES = {torch.float32: "float32", torch.bool: "bool", torch.int64: "int64", torch.int32: "int32"}
+_FX_GLOBALS = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "operator",
+               "builtins", "getattr"}
+
+
+class NotCovered(ValueError):
+    """No template applies to this forward; the message says why."""
+
+
+def _meta(node):
+    tm = node.meta.get("tensor_meta")
+    return tm if tm is not None and hasattr(tm, "shape") else None
+
+
+def _shape(node):
+    tm = _meta(node)
+    return tuple(tm.shape) if tm is not None else None
+
+
+def _dtype(node):
+    tm = _meta(node)
+    return _DTYPES.get(tm.dtype) if tm is not None else None
+
+
+def trace(model: nn.Module, inputs) -> fx.GraphModule:
+    """Symbolically trace `model` and annotate every node with its shape and dtype."""
+    try:
+        gm = fx.symbolic_trace(model)
+    except Exception as e:  # noqa: BLE001 - any tracing failure means "not covered"
+        raise NotCovered(f"torch.fx cannot trace the forward ({type(e).__name__}: {str(e)[:200]})") from None
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    with torch.no_grad():
+        ShapeProp(gm).propagate(*inputs)
+    return gm
+
+
+def layout_of(op_shape, shape, split: int) -> Operand | None:
+    """How an operand of `op_shape` broadcasts onto `shape` split at `split`, as an
+    Operand with an empty name; None when the pattern is not [rows-suffix] x [all|none]."""
+    n = len(shape)
+    if len(op_shape) > n:
+        return None
+    aligned = (1,) * (n - len(op_shape)) + tuple(op_shape)
+    mask = []
+    for a, s in zip(aligned, shape):
+        if a != s and a != 1:
+            return None
+        mask.append(a == s and s != 1)
+    cols = [m for m, s in zip(mask[split:], shape[split:]) if s != 1]
+    if cols and any(cols) and not all(cols):
+        return None
+    col = bool(cols) and all(cols)
+    rows = [(i, m) for i, (m, s) in enumerate(zip(mask[:split], shape[:split])) if s != 1]
+    dep = [i for i, m in rows if m]
+    if not dep:
+        return Operand(name="", row_from=None, col=col)
+    first = dep[0]
+    if any(not m for i, m in rows if i > first):
+        return None
+    # size-1 dims between count for nothing; start the suffix at the first dependent dim
+    return Operand(name="", row_from=first, col=col)
+
+
+def choose_split(shape, op_shapes) -> int | None:
+    """The smallest split (largest contiguous column part) that every operand fits."""
+    for split in range(len(shape) + 1):
+        if all(layout_of(s, shape, split) is not None for s in op_shapes):
+            return split
+    return None
+
+
+@dataclass
+class _Growing:
+    nodes: list = field(default_factory=list)
+    row_node: object = None
+    phase_shape: tuple = ()
+    pre_shape: tuple = ()
+    last: object = None
+    closed: bool = False
+
+
+def _analyse(node, modules):
+    """('pw', PointwiseCall) | ('row', RowCall) | None, for float32 tensor nodes."""
+    if _dtype(node) not in ("float32", "int64") or _shape(node) is None:
+        if node.op == "call_function" and node.target.__name__ == "getitem":
+            return None
+        return None
+    pw = pointwise_of(node, modules)
+    if pw is not None and _dtype(node) == "float32":
+        return ("pw", pw)
+    src = node.args[0] if node.args else None
+    rank = len(_shape(src)) if isinstance(src, fx.Node) and _shape(src) is not None else None
+    row = rowop_of(node, modules, rank)
+    if row is not None and _dtype(row.x) == "float32":
+        return ("row", row)
+    return None
+
+
+def _tuple_rows(gm, modules):
+    """torch.max(x, dim) / torch.min(x, dim) produce a tuple: map getitem nodes to row ops."""
+    out = {}
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and getattr(node.target, "__name__", "") == "getitem":
+            src = node.args[0]
+            if isinstance(src, fx.Node) and isinstance(node.args[1], int) and node.args[1] in (0, 1):
+                x = src.args[0] if src.args else None
+                if not isinstance(x, fx.Node) or _shape(x) is None or _dtype(x) != "float32":
+                    continue
+                row = rowop_of(src, modules, len(_shape(x)))
+                if row is not None and row.kind in ("max", "min"):
+                    kind = row.kind if node.args[1] == 0 else "arg" + row.kind
+                    out[node] = ("row", type(row)(row.family, kind, row.x, row.dims, row.keepdim))
+    return out
+
+
+def _grow(gm, modules, extra, barriers):
+    """Assign fusable nodes to regions. Returns (regions, violation node or None)."""
+    region_of: dict = {}
+    phase_of: dict = {}
+    regions: list[_Growing] = []
+
+    def tensor_args(args):
+        return [a for a in args if isinstance(a, fx.Node)]
+
+    def close_users(node, joined):
+        for a in node.all_input_nodes:
+            X = region_of.get(a)
+            if X is None or X is joined:
+                continue
+            if a is not X.last:
+                return a
+            X.closed = True
+        return None
+
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "get_attr"):
+            continue
+        info = extra.get(node) or (_analyse(node, modules) if node.op != "output" else None)
+        joined = None
+        if info and info[0] == "row":
+            row = info[1]
+            dims = row.dims
+            in_shape = _shape(row.x)
+            contiguous = list(dims) == list(range(dims[0], dims[-1] + 1)) if dims else False
+            if not contiguous or in_shape is None:
+                info = None
+            elif (row.family == "reduce" and row.keepdim and row.kind in _IDENTITY_ON_ONE
+                  and all(in_shape[d] == 1 for d in dims)):
+                info = ("pw", type("P", (), {"op": "identity", "args": (row.x,), "attrs": ()})())
+        if info and info[0] == "pw":
+            pw = info[1]
+            if any(isinstance(a, fx.Node) and _shape(a) is None for a in pw.args):
+                info = None
+            elif any(not isinstance(a, (fx.Node, int, float)) or isinstance(a, bool)
+                     for a in pw.args if a is not None):
+                info = None
+        if info:
+            kind, call = info
+            shape = _shape(node)
+            targs = tensor_args(call.args) if kind == "pw" else [call.x]
+            for X in {id(region_of[a]): region_of[a] for a in targs if a in region_of}.values():
+                if X.closed or X.last not in targs:
+                    continue
+                inside = [a for a in targs if region_of.get(a) is X]
+                want = ("post", "row") if X.row_node is not None else ("pre",)
+                if any(phase_of[a] not in want for a in inside):
+                    continue
+                others = [a for a in targs if region_of.get(a) is not X]
+                if kind == "row":
+                    if X.row_node is not None or X.last is not call.x:
+                        continue
+                else:
+                    if X.phase_shape != shape:
+                        continue
+                    ext = [_shape(a) for a in others] + [_ext_shapes(X, region_of, phase_of)]
+                    if choose_split(shape, [s for s in _flat(ext)]) is None:
+                        continue
+                joined = X
+                break
+            if joined is None:
+                if kind == "pw":
+                    if not any(_shape(a) == shape for a in targs) or choose_split(shape, [_shape(a) for a in targs]) is None:
+                        joined = None
+                    else:
+                        joined = _Growing(phase_shape=shape, pre_shape=shape)
+                        regions.append(joined)
+                else:
+                    joined = _Growing(phase_shape=_shape(call.x), pre_shape=_shape(call.x))
+                    regions.append(joined)
+            if joined is not None:
+                if kind == "row":
+                    joined.row_node = node
+                    joined.phase_shape = shape
+                    phase_of[node] = "row"
+                else:
+                    phase_of[node] = "post" if joined.row_node is not None else "pre"
+                joined.nodes.append(node)
+                joined.last = node
+                region_of[node] = joined
+                extra.setdefault(node, info)
+                if node in barriers:
+                    joined.closed = True
+        bad = close_users(node, joined)
+        if bad is not None:
+            return regions, bad
+    return regions, None
+
+
+def _flat(items):
+    for it in items:
+        if isinstance(it, list):
+            yield from it
+        else:
+            yield it
+
+
+def _ext_shapes(X, region_of, phase_of):
+    cur = "post" if X.row_node is not None else "pre"
+    out = []
+    for n in X.nodes:
+        if phase_of[n] != cur:
+            continue
+        for a in n.all_input_nodes:
+            if region_of.get(a) is not X:
+                out.append(_shape(a))
+    return out
+
+
+def _phase(nodes, shape, region_nodes, extra, row_node=None, anchor_node=None):
+    """Build a Phase from pointwise nodes on `shape`."""
+    operands: list = []
+    index: dict = {}
+    if anchor_node is not None:
+        index[anchor_node] = 0
+        operands.append(anchor_node)
+    instrs: list = []
+    pos: dict = {}
+
+    def ref(a):
+        if isinstance(a, fx.Node):
+            if a is row_node:
+                return Ref("row")
+            if a in pos:
+                return Ref("val", pos[a])
+            if a not in index:
+                index[a] = len(operands)
+                operands.append(a)
+            return Ref("in", index[a])
+        return Ref("const", value=float(a))
+
+    for n in nodes:
+        call = extra[n][1]
+        instrs.append(Instr(call.op, tuple(ref(a) for a in call.args if a is not None), tuple(call.attrs)))
+        pos[n] = len(instrs) - 1
+    split = choose_split(shape, [_shape(o) for o in operands])
+    if split is None:
+        raise NotCovered("operands do not broadcast in a supported pattern")
+    ops = []
+    for o in operands:
+        lay = layout_of(_shape(o), shape, split)
+        ops.append(Operand(name=o.name, dtype=_dtype(o) or "float32", row_from=lay.row_from, col=lay.col))
+    if instrs:
+        result = Ref("val", len(instrs) - 1)
+    elif row_node is not None:
+        result = Ref("row")
+    else:
+        result = Ref("in", 0)
+    return Phase(rank=len(shape), split=split, operands=tuple(ops), body=tuple(instrs), result=result), operands
+
+
+def describe(model: nn.Module, inputs) -> Description:
+    """Read `model`'s forward (run on `inputs` for shapes) into a Description.
+    Raises NotCovered when no fusable region exists or the rest cannot be re-emitted."""
+    gm = trace(model, inputs)
+    modules = dict(gm.named_modules())
+    barriers: set = set()
+    for _ in range(64):
+        extra = _tuple_rows(gm, modules)
+        grown, bad = _grow(gm, modules, extra, barriers)
+        if bad is None:
+            break
+        barriers.add(bad)
+    else:
+        raise NotCovered("could not partition the graph into fusable regions")
+    out_node = next(n for n in gm.graph.nodes if n.op == "output")
+    regions: list = []
+    for i, g in enumerate(grown):
+        if g.last in out_node.all_input_nodes or any(u.op != "output" for u in g.last.users):
+            regions.append((i, g))
+    if not regions:
+        raise NotCovered("no fusable pointwise, reduction, softmax, norm or scan op in the forward")
+    built = []
+    for k, (_, g) in enumerate(regions):
+        built.append(_build_region(f"_k{k}", g, extra, modules))
+    src = _rewrite(gm, [g for _, g in regions], built)
+    prologues = tuple(_prologues(gm, modules))
+    lin, lin_region = _linear_epilogue(gm, modules, [g for _, g in regions], built)
+    return Description(regions=tuple(built), forward_src=src, prologues=prologues,
+                       linear_epilogue=lin, linear_region=lin_region)
+
+
+def _build_region(name, g, extra, modules) -> Region:
+    pre_nodes = [n for n in g.nodes if g.row_node is None or g.nodes.index(n) < g.nodes.index(g.row_node)]
+    post_nodes = [] if g.row_node is None else g.nodes[g.nodes.index(g.row_node) + 1:]
+    row = None
+    if g.row_node is not None:
+        call = extra[g.row_node][1]
+        x = call.x
+        if x in pre_nodes:
+            anchor_node = None
+        else:
+            anchor_node = x
+        pre, pre_ops = _phase(pre_nodes, _shape(x), g.nodes, extra, anchor_node=anchor_node)
+        if anchor_node is None and not any(_shape(o) == _shape(x) for o in pre_ops):
+            raise NotCovered("a fused region has no full-shape input")
+        anchor = next(i for i, o in enumerate(pre_ops) if _shape(o) == _shape(x))
+        row = RowOp(family=call.family, kind=call.kind, dim_start=call.dims[0],
+                    dim_end=call.dims[-1] + 1, keepdim=call.keepdim, reverse=call.reverse,
+                    eps=float(call.eps), groups=int(call.groups), weight=_attr_var(call.weight),
+                    bias=_attr_var(call.bias),
+                    out_dtype="int64" if call.kind in ("argmax", "argmin") else FLOAT)
+        out_shape = _shape(g.row_node)
+        post = None
+        if post_nodes:
+            if row.out_dtype != FLOAT:
+                raise NotCovered("pointwise ops after argmax/argmin")
+            post, _ = _phase(post_nodes, out_shape, g.nodes, extra, row_node=g.row_node)
+        return Region(name=name, pre=pre, row=row, post=post, anchor=anchor,
+                      out_rank=len(_shape(g.last)), out_dtype=row.out_dtype)
+    shape = g.pre_shape
+    pre, pre_ops = _phase(pre_nodes, shape, g.nodes, extra)
+    anchors = [i for i, o in enumerate(pre_ops) if _shape(o) == shape]
+    if not anchors:
+        raise NotCovered("a fused region has no full-shape input")
+    return Region(name=name, pre=pre, row=None, post=None, anchor=anchors[0], out_rank=len(shape))
+
+
+def _attr_var(path):
+    return None if path is None else "_w_" + path.replace(".", "_")
+
+
+def _rewrite(gm, groups, built) -> str:
+    graph = gm.graph
+    replaced: dict = {}
+    for region in built:
+        gm.add_submodule(region.name, nn.Identity())
+    for g, region in zip(groups, built):
+        last = g.last
+        with graph.inserting_before(g.nodes[0]):
+            args = []
+            names = {}
+            for n in g.nodes:
+                for a in n.all_input_nodes:
+                    names[a.name] = a
+            if g.row_node is not None:
+                x = (g.row_node.args[0] if g.row_node.args else None)
+                # the row input (or, for torch.max tuples, its input)
+                for n in [x] + list(getattr(x, "all_input_nodes", [])):
+                    if isinstance(n, fx.Node):
+                        names.setdefault(n.name, n)
+            for var in region.inputs:
+                if var in replaced:
+                    args.append(replaced[var])
+                elif var in names:
+                    args.append(names[var])
+                elif var.startswith("_w_"):
+                    path = _path_of(gm, var)
+                    args.append(graph.get_attr(path))
+                else:
+                    raise NotCovered(f"internal: region input {var} not found")
+        with graph.inserting_after(last):
+            call = graph.create_node("call_module", region.name, tuple(args))
+        last.replace_all_uses_with(call)
+        call.args = tuple(args)
+        replaced[last.name] = call
+    graph.eliminate_dead_code()
+    code = graph.python_code(root_module="self")
+    unknown = set(code.globals) - _FX_GLOBALS
+    if unknown:
+        raise NotCovered(f"the forward uses objects that cannot be re-emitted: {sorted(unknown)}")
+    return code.src
+
+
+def _path_of(gm, var):
+    for name, _ in list(gm.named_parameters()) + list(gm.named_buffers()):
+        if "_w_" + name.replace(".", "_") == var:
+            return name
+    raise NotCovered(f"internal: parameter for {var} not found")
+
+
+_LINEAR = (nn.Linear,)
+_CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
+
+
+def _prologues(gm, modules):
+    for n in gm.graph.nodes:
+        if n.op == "call_module" and not n.target.startswith("_k"):
+            m = modules.get(n.target)
+            kind = "linear" if isinstance(m, _LINEAR) else "conv" if isinstance(m, _CONV) else "other"
+            yield Prologue(kind=kind, target=n.target)
+        elif n.op == "call_function" and getattr(n.target, "__name__", "") in ("matmul", "mm", "bmm", "linear"):
+            yield Prologue(kind="matmul", target=n.target.__name__)
+
+
+def _linear_epilogue(gm, modules, groups, built):
+    nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    if len(nodes) != 2 or nodes[0].op != "call_module" or not isinstance(modules.get(nodes[0].target), nn.Linear):
+        return None, None
+    k = nodes[1]
+    if k.op != "call_module" or not k.target.startswith("_k"):
+        return None, None
+    idx = int(k.target[2:])
+    region = built[idx]
+    if region.row is not None or k.args[region.anchor] is not nodes[0]:
+        return None, None
+    if len(_shape(nodes[0])) != 2 or nodes[0].args[0].op != "placeholder":
+        return None, None
+    return nodes[0].target, idx
