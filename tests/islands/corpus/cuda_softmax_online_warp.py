@@ -10,7 +10,7 @@ extern "C" __global__ void softmax_rows(const float* x, float* y, int rows, int 
     int lane = threadIdx.x;
     if (row >= rows) return;
     const float* xr = x + (long long)row * cols;
-    float m_run = -INFINITY, l_run = 0.f;
+    float m_run = __int_as_float(0xff800000), l_run = 0.f;  // -inf
     for (int j = lane; j < cols; j += 32) {
         float v = xr[j];
         float m_new = fmaxf(m_run, v);
