@@ -1,0 +1,27 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """ReLU activation."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x)
+
+
+batch_size = 16
+dim = 16384
+SMALL_SIZES = {"batch_size": 8, "dim": 4096}
+SHAPE_VARIANTS = [{"batch_size": 3, "dim": 1001}]
+LEVEL = 1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,25 @@
+"""The judge: sandboxed, exploit-resistant evaluation of one candidate on one task.
+
+    from foundry.evaluate import Evaluator, EvalConfig
+    ev = Evaluator(config=EvalConfig.from_config({"device": "cpu", "trials": 5}))
+    result = ev.evaluate(task=task, candidate=candidate)   # an EvalResult; never raises
+    eager_ms, compile_ms = ev.baselines(task=task)
+    ev.close()
+
+How a verdict is reached (details in README.md beside this file):
+1. static checks of the source (foundry.evaluate.static_checks);
+2. a fresh child forked from a warm, pre-imported worker process with a clean environment
+   runs the candidate: inputs are built from seeds before its code loads, then trials,
+   a repeat of the first trial, an idle probe, the timing protocol, another idle probe;
+   raw outputs stream back on a pipe as JSON + raw bytes (never pickles);
+3. after the child's process group is killed, the judge computes the reference outputs
+   from the same seeds in its own process and compares, applies the guards, cross-checks
+   the reported timings against its own clock, and times baselines (cached).
+This package never imports the LLM, islands or actors packages.
+"""
+
+from foundry.evaluate.backends import BackendSpec, backends, get_backend, register
+from foundry.evaluate.config import EvalConfig
+from foundry.evaluate.evaluator import Evaluator
+
+__all__ = ["BackendSpec", "EvalConfig", "Evaluator", "backends", "get_backend", "register"]

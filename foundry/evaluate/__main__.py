@@ -1,0 +1,120 @@
+"""`python -m foundry.evaluate TASK_FILE CANDIDATE_FILE [--device cpu|cuda] [--trials N]
+[--allow-torch-ops] [--json]`: judge one candidate file on one task file.
+
+Exit status: 0 whenever an evaluation completed, whatever the verdict; 2 for bad usage or
+an unreadable task or candidate file (with a one-line reason on stderr). With --json the
+last line of stdout is one JSON object (correct, stage, flags, runtime_ms, baseline_ms,
+speedup, error, and more); without it, a short readable verdict.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+
+BACKEND_HINTS = (("cuda_inline", r"\bload_inline\s*\("), ("triton", r"@\s*triton\.(jit|autotune)"),
+                 ("cuda", r"foundry\.kernels(\.cuda\b|\s+import\s+[^\n]*\bcuda\b)"), ("c", r"."))
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        sys.stderr.write(f"error: {message}\n")
+        raise SystemExit(2)
+
+
+def guess_backend(source: str) -> str:
+    for name, pattern in BACKEND_HINTS:
+        if re.search(pattern, source, re.M):
+            return name
+    return "c"
+
+
+def _num(x):
+    return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = _Parser(prog="python -m foundry.evaluate", description="Judge a candidate kernel file on a task file.")
+    p.add_argument("task_file")
+    p.add_argument("candidate_file")
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    p.add_argument("--trials", type=int, default=None, help="correctness trials (fresh inputs each)")
+    p.add_argument("--allow-torch-ops", action="store_true",
+                   help="judge pure-PyTorch rewrites on correctness and exploit guards alone")
+    p.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    p.add_argument("--backend", choices=("c", "triton", "cuda", "cuda_inline"), default=None,
+                   help="the candidate's backend (default: read from its source)")
+    p.add_argument("--profile", choices=("small", "full"), default=None,
+                   help="task size profile (default: small on cpu, full on cuda)")
+    p.add_argument("--timeout", type=float, default=None, help="deadline per candidate run, seconds")
+    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--threads", type=int, default=None)
+    p.add_argument("--no-compile-baseline", action="store_true", help="skip the torch.compile baseline")
+    args = p.parse_args(argv)
+    if args.trials is not None and args.trials < 1:
+        p.error(f"--trials must be >= 1, got {args.trials}")
+
+    from foundry.tasks.loader import TaskError, load_task
+    from foundry.types import Candidate, Stage
+    try:
+        task = load_task(args.task_file, profile=args.profile or ("small" if args.device == "cpu" else "full"))
+    except TaskError as e:
+        p.error(str(e).replace("\n", " "))
+    try:
+        with open(args.candidate_file) as f:
+            source = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        p.error(f"cannot read candidate file {args.candidate_file}: {getattr(e, 'strerror', None) or e}")
+
+    from foundry.evaluate import EvalConfig, Evaluator
+    conf = {"device": args.device, "allow_torch_ops": args.allow_torch_ops}
+    for key, val in (("trials", args.trials), ("timeout_s", args.timeout), ("seed", args.seed),
+                     ("threads", args.threads)):
+        if val is not None:
+            conf[key] = val
+    if args.no_compile_baseline:
+        conf["compile_baseline"] = False
+    try:
+        cfg = EvalConfig.from_config(conf)
+        ev = Evaluator(config=cfg)
+    except Exception as e:  # noqa: BLE001 - e.g. device "cuda" without its implementation
+        p.error(str(e).replace("\n", " "))
+    backend = args.backend or guess_backend(source)
+    cand = Candidate.make(task_id=task.task_id, source=source, backend=backend)
+    try:
+        r = ev.evaluate(task=task, candidate=cand)
+    finally:
+        ev.close()
+    stage = Stage(r.stage).label
+    if args.json:
+        obj = {"correct": bool(r.correct), "stage": stage, "flags": list(r.flags),
+               "runtime_ms": _num(r.runtime_ms), "baseline_ms": _num(r.eager_ms),
+               "speedup": _num(r.speedup_eager), "error": r.error,
+               "runtime_spread": _num(r.runtime_spread), "compile_baseline_ms": _num(r.compile_ms),
+               "speedup_compile": _num(r.speedup_compile), "max_abs_err": _num(r.max_abs_err),
+               "max_rel_err": _num(r.max_rel_err), "backend": backend, "task_id": r.task_id,
+               "candidate_id": r.candidate_id, "device": r.device, "hardware": r.hardware,
+               "compile_s": r.compile_s, "eval_s": r.eval_s}
+        sys.stdout.write(json.dumps(obj) + "\n")
+    else:
+        verdict = "CORRECT" if r.correct else f"FAILED at stage {stage}"
+        print(f"{verdict}  ({r.task_id}, backend {backend}, {r.hardware})")
+        if r.flags:
+            print("flags: " + ", ".join(r.flags))
+        if r.runtime_ms is not None:
+            line = f"runtime {r.runtime_ms:.4g} ms"
+            if r.eager_ms:
+                line += f"; eager {r.eager_ms:.4g} ms, speedup {r.speedup_eager:.3g}x"
+            if r.compile_ms:
+                line += f"; torch.compile {r.compile_ms:.4g} ms, speedup {r.speedup_compile:.3g}x"
+            print(line)
+        if r.error:
+            print("error: " + r.error[:1500])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

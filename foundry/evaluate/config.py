@@ -1,0 +1,105 @@
+"""EvalConfig: every knob of the judge, as one frozen dataclass."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+DEVICES = ("cpu", "cuda")
+
+
+def _default_cache_dir() -> str:
+    root = os.environ.get("FOUNDRY_CACHE_DIR") or os.path.join(
+        os.path.expanduser("~"), ".cache", "kernelfoundry")
+    return os.path.join(root, "baselines")
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """How candidates are judged.
+
+    device: "cpu" or "cuda" (the CUDA parts are imported lazily).
+    trials: correctness trials, each on fresh random inputs (new seeds).
+    seed: base seed for the trials' inputs; None draws fresh seeds per evaluation.
+    timeout_s: hard deadline for one candidate's whole sandbox run (build included).
+    memory_mb: memory cap of a sandbox worker (address-space growth and resident size).
+    allow_torch_ops: judge pure-PyTorch rewrites on correctness and exploit guards alone.
+    allow_precision_drop: do not flag lower-precision arithmetic in the source.
+    threads: fixed thread count of workers (torch, OpenMP) for timing.
+    secret_env_names: extra environment variable names stripped from workers.
+    speedup_recheck_threshold: speedups above it are timed again in a fresh worker.
+    timing_min_ms / timing_min_calls / timing_max_calls / timing_block_ms / warmup_ms:
+        the timing protocol (blocks of calls, median of the per-block means).
+    compile_baseline: also time torch.compile (slow on CPU the first time; cached).
+    baseline_cache_dir: where baselines are cached (per task source+sizes, device, torch).
+    check_variants: also check the task's declared shape variants for correctness.
+    idle_probe_ms: window in which a worker must stay idle after forward returns.
+    max_error_chars: error text is truncated to this many characters.
+    """
+
+    device: str = "cpu"
+    trials: int = 5
+    seed: int | None = None
+    timeout_s: float = 120.0
+    memory_mb: int = 4096
+    allow_torch_ops: bool = False
+    allow_precision_drop: bool = False
+    threads: int = 1
+    secret_env_names: tuple = ()
+    speedup_recheck_threshold: float = 10.0
+    timing_min_ms: float = 200.0
+    timing_min_calls: int = 20
+    timing_max_calls: int = 100000
+    timing_block_ms: float = 10.0
+    warmup_ms: float = 30.0
+    compile_baseline: bool = True
+    baseline_timeout_s: float = 600.0
+    baseline_cache_dir: str = field(default_factory=_default_cache_dir)
+    check_variants: bool = True
+    idle_probe_ms: float = 40.0
+    max_error_chars: int = 4000
+    atol: float | None = None  # None: the task's TOLERANCES, else per-dtype defaults
+    rtol: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.device not in DEVICES:
+            raise ValueError(f"EvalConfig.device: unknown device {self.device!r} "
+                             f"(choose from {', '.join(DEVICES)})")
+        for name in ("trials", "threads", "memory_mb", "timing_min_calls", "timing_max_calls"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"EvalConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+        for name in ("timeout_s", "baseline_timeout_s", "timing_block_ms"):
+            if float(getattr(self, name)) <= 0:
+                raise ValueError(f"EvalConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if isinstance(self.secret_env_names, (list, str)):
+            names = (self.secret_env_names,) if isinstance(self.secret_env_names, str) \
+                else self.secret_env_names
+            object.__setattr__(self, "secret_env_names", tuple(names))
+
+    @classmethod
+    def from_config(cls, mapping: Mapping[str, Any] | None = None) -> "EvalConfig":
+        """Build from a mapping (a dict or an OmegaConf node); unknown keys are rejected."""
+        if mapping is None:
+            return cls()
+        if hasattr(mapping, "items") and not isinstance(mapping, dict):
+            try:  # an OmegaConf DictConfig
+                from omegaconf import OmegaConf
+                mapping = OmegaConf.to_container(mapping, resolve=True)  # type: ignore[assignment]
+            except Exception:  # noqa: BLE001 - a plain Mapping
+                mapping = dict(mapping.items())
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(mapping) - allowed)
+        if unknown:
+            raise ValueError(f"unknown evaluator config key(s) {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(sorted(allowed))}")
+        kwargs = dict(mapping)
+        if kwargs.get("baseline_cache_dir") in (None, ""):
+            kwargs.pop("baseline_cache_dir", None)
+        if "secret_env_names" in kwargs and kwargs["secret_env_names"] is not None:
+            kwargs["secret_env_names"] = tuple(kwargs["secret_env_names"])
+        return cls(**kwargs)
+
+    def replace(self, **changes: Any) -> "EvalConfig":
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,58 @@
+"""The CPU timing protocol (run inside a worker, for candidates and baselines alike).
+
+Warm-up calls until `warmup_ms` has passed (at least 3), an estimate of one call, then
+blocks of calls of about `block_ms` each (inputs rotate over the given sets, so a call
+cannot return the previous call's buffer and pass), enough blocks for `min_ms` and
+`min_calls` (at least 5 blocks). Returns the wall time of every block; the judge takes
+the median of the per-call means of the blocks and cross-checks their total against its
+own clock. The clock is passed in: the worker captures it before any candidate code runs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+MIN_BLOCKS = 5
+
+
+def plan_blocks(est_ns: float, params: dict) -> tuple[int, int]:
+    """(calls per block, number of blocks) for one call taking about `est_ns`."""
+    est_ns = max(est_ns, 50.0)
+    per_block = max(1, min(100000, int(params["block_ms"] * 1e6 / est_ns)))
+    n_blocks = max(MIN_BLOCKS, math.ceil(params["min_calls"] / per_block),
+                   math.ceil(params["min_ms"] * 1e6 / (per_block * est_ns)))
+    max_calls = int(params["max_calls"])
+    if per_block * n_blocks > max_calls:
+        per_block = max(1, max_calls // MIN_BLOCKS)
+        n_blocks = max(1, min(n_blocks, max_calls // per_block))
+    return per_block, n_blocks
+
+
+def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence], *,
+                 clock: Callable[[], int], params: dict,
+                 synchronize: Callable[[], None] = lambda: None,
+                 on_start: Callable[[], None] = lambda: None) -> dict:
+    n_sets = len(input_sets)
+    last: list = [None] * n_sets
+    warm = 0
+    t0 = clock()
+    while warm < 3 or clock() - t0 < params["warmup_ms"] * 1e6:
+        last[warm % n_sets] = call(input_sets[warm % n_sets])
+        synchronize()
+        warm += 1
+    est_ns = (clock() - t0) / warm
+    per_block, n_blocks = plan_blocks(est_ns, params)
+    blocks: list[int] = []
+    k = 0
+    on_start()
+    for _ in range(n_blocks):
+        start = clock()
+        for _ in range(per_block):
+            last[k % n_sets] = call(input_sets[k % n_sets])
+            k += 1
+        synchronize()
+        blocks.append(clock() - start)
+    # the final output of each input set, in set order (k is where the loop stopped)
+    return {"block_ns": blocks, "calls_per_block": per_block, "warmup_calls": warm,
+            "estimate_ns": est_ns, "last_outputs": last}

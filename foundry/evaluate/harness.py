@@ -1,0 +1,283 @@
+"""The sandbox worker's side of an evaluation (runs in a forked child, never in the judge).
+
+The judge sends one job (JSON, on a pipe only it writes to); the worker builds the task's
+inputs from the job's seeds BEFORE any candidate code runs, then loads the candidate,
+runs the trials and the timing protocol, and streams raw outputs back as messages
+(foundry.evaluate.protocol). The worker never sees a reference output and never
+decides a verdict: everything it reports is data the judge checks against its own
+reference, clock and /proc view of this process. Once the candidate's code has run,
+nothing in this process is trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+import types
+
+_CLOCK = time.perf_counter_ns  # captured when the warm worker starts, before any candidate
+
+import torch  # noqa: E402
+from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
+
+from foundry import kernels  # noqa: E402
+from foundry.evaluate import protocol  # noqa: E402
+from foundry.evaluate.device import get_device  # noqa: E402
+from foundry.tasks.inputs import InputSpec, clone_inputs, make_init_inputs, make_inputs, seed_everything  # noqa: E402
+from foundry.tasks.loader import build_module  # noqa: E402
+from foundry.types import Task  # noqa: E402
+
+MOVEMENT_OPS = frozenset("""
+empty empty_like empty_strided empty_permuted new_empty new_empty_strided zeros zeros_like
+new_zeros ones ones_like new_ones full full_like new_full fill_ zero_ copy_ _to_copy clone
+contiguous view _unsafe_view reshape _reshape_alias as_strided as_strided_ expand permute
+transpose t squeeze unsqueeze flatten unflatten slice select narrow split split_with_sizes
+chunk unbind cat stack detach detach_ alias lift_fresh lift_fresh_copy lift
+_local_scalar_dense resize_ set_ arange scalar_tensor view_as expand_as movedim randn rand
+randint normal_ uniform_ random_ is_same_size sym_size sym_stride sym_numel sym_storage_offset
+constant_pad_nd _pin_memory is_pinned resolve_conj resolve_neg _has_compatible_shallow_copy_type
+""".split())
+
+
+class _OpRecorder(TorchDispatchMode):
+    """Records the aten ops that compute (anything beyond allocation, views and copies)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.compute: dict[str, int] = {}
+
+    def __torch_dispatch__(self, func, types_, args=(), kwargs=None):
+        name = func.overloadpacket.__name__
+        if name not in MOVEMENT_OPS:
+            self.compute[name] = self.compute.get(name, 0) + 1
+        return func(*args, **(kwargs or {}))
+
+
+def _digest(inputs) -> list[str]:
+    out = []
+    for x in inputs:
+        if isinstance(x, torch.Tensor):
+            t = x.detach().cpu().contiguous().reshape(-1)
+            out.append(hashlib.blake2b(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"",
+                                       digest_size=16).hexdigest())
+        else:
+            out.append(repr(x)[:200])
+    return out
+
+
+class Worker:
+    def __init__(self, job_fd: int, result_fd: int, job: dict):
+        self.job_fd, self.result_fd, self.job = job_fd, result_fd, job
+        self.clock = _CLOCK
+        self.device = get_device(job["device"])
+
+    def send(self, header: dict, tensors=()) -> None:
+        protocol.send(self.result_fd, header, tensors)
+
+    def wait_go(self) -> None:
+        """Tell the judge the worker is idle, and block until it has probed us."""
+        self.send({"kind": "idle"})
+        os.read(self.job_fd, 1)
+
+    # ------------------------------------------------------------------ setup
+    def build_inputs(self) -> None:
+        job = self.job
+        t = job["task"]
+        task = Task(task_id=t["task_id"], path=t["path"], source=t["source"],
+                    size_overrides=t["overrides"])
+        self.variants = []
+        for overrides in job["variants"]:
+            module = build_module(task, overrides)
+            init = make_init_inputs(module, job["init_seed"])
+            self.variants.append({"module": module, "init": init})
+        self.trials = []
+        for tr in job["trials"]:
+            spec = InputSpec(seed=tr["seed"], distribution=tr["distribution"])
+            inputs = [self.device.to_device(x) for x in make_inputs(self.variants[tr["variant"]]["module"], spec)]
+            self.trials.append({"variant": tr["variant"], "spec": spec, "inputs": inputs,
+                                "digest": _digest(inputs)})
+
+    def fresh_inputs(self, index: int) -> list:
+        tr = self.trials[index]
+        return [self.device.to_device(x) for x in
+                make_inputs(self.variants[tr["variant"]]["module"], tr["spec"])]
+
+    def load_candidate(self) -> types.ModuleType:
+        job = self.job
+        setup = job.get("worker_setup")
+        if setup:
+            mod_name, fn = setup.split(":")
+            getattr(importlib.import_module(mod_name), fn)()
+        path = os.path.join(os.getcwd(), "candidate.py")
+        with open(path, "w") as f:
+            f.write(job["source"])
+        module = types.ModuleType("foundry_candidate")
+        module.__file__ = path
+        sys.modules["foundry_candidate"] = module
+        exec(compile(job["source"], path, "exec"), module.__dict__)
+        params = {}
+        tunable = module.__dict__.get("TUNABLE")
+        if isinstance(tunable, dict):
+            params = {k: (v[0] if isinstance(v, (list, tuple)) and v else v) for k, v in tunable.items()}
+        params.update(job.get("params") or {})
+        module.PARAMS = params
+        if not isinstance(module.__dict__.get("ModelNew"), type):
+            raise TypeError("the candidate defines no class ModelNew")
+        return module
+
+    def construct(self, cls) -> list:
+        models = []
+        for v in self.variants:
+            seed_everything(self.job["init_seed"])
+            model = cls(*v["init"])
+            if hasattr(model, "eval"):
+                model.eval()
+            models.append(self.device.to_device(model))
+        return models
+
+    # ------------------------------------------------------------------ runs
+    def run_trial(self, model, inputs, *, record: bool) -> tuple:
+        kernels.reset_launches()
+        before = threading.active_count()
+        self.device.poison(True)
+        rec = _OpRecorder() if record else None
+        try:
+            with torch.no_grad():
+                if rec is not None:
+                    with rec:
+                        out = model(*inputs)
+                else:
+                    out = model(*inputs)
+            self.device.synchronize()
+        finally:
+            self.device.poison(False)
+        key = self.job.get("launch_key")
+        launches = sum(n for (b, _), n in kernels.launches().items() if b == key) if key else -1
+        extra_threads = threading.active_count() - before
+        return out, {"launches": launches, "torch_ops": rec.compute if rec else {},
+                     "threads_started": extra_threads}
+
+    def run_candidate(self) -> None:
+        job = self.job
+        t0 = self.clock()
+        try:
+            module = self.load_candidate()
+            models = self.construct(module.ModelNew)
+        except BaseException:  # noqa: BLE001 - report any failure, even SystemExit
+            self.send({"kind": "error", "stage": "compile", "error": traceback.format_exc()})
+            return
+        self.send({"kind": "compiled", "compile_s": (self.clock() - t0) / 1e9})
+        record = bool(job.get("record_ops"))
+        for i, tr in enumerate(self.trials):
+            try:
+                out, info = self.run_trial(models[tr["variant"]], tr["inputs"], record=record)
+            except BaseException:  # noqa: BLE001
+                self.send({"kind": "error", "stage": "runtime", "trial": i, "error": traceback.format_exc()})
+                return
+            tensors: list = []
+            tree = protocol.encode_tree(out, tensors)
+            changed = [k for k, (a, b) in enumerate(zip(tr["digest"], _digest(tr["inputs"]))) if a != b]
+            self.send({"kind": "trial", "index": i, "tree": tree, "inputs_changed": changed, **info}, tensors)
+        try:  # the same input twice must give the same answer
+            out, info = self.run_trial(models[self.trials[0]["variant"]], self.fresh_inputs(0), record=False)
+        except BaseException:  # noqa: BLE001
+            self.send({"kind": "error", "stage": "runtime", "trial": 0, "error": traceback.format_exc()})
+            return
+        tensors = []
+        self.send({"kind": "repeat", "index": 0, "tree": protocol.encode_tree(out, tensors)}, tensors)
+        self.wait_go()
+        timing = job.get("timing")
+        if timing:
+            self.time_model(models[0], timing, kind="timing")
+            self.wait_go()
+
+    def time_model(self, model, timing: dict, *, kind: str, extra: dict | None = None) -> None:
+        sets = [self.fresh_inputs(i) for i in timing["sets"]]
+
+        def call(inputs):
+            with torch.no_grad():
+                return model(*inputs)
+
+        try:
+            res = self.device.time_forward(call, sets, clock=self.clock, params=timing["params"],
+                                           on_start=lambda: self.send({"kind": "timing_start"}))
+        except BaseException:  # noqa: BLE001
+            self.send({"kind": "error", "stage": "runtime", "error": traceback.format_exc()})
+            raise SystemExit(0)
+        tensors: list = []
+        tree = protocol.encode_tree(list(res.pop("last_outputs")), tensors)
+        self.send({"kind": kind, "tree": tree, **res, **(extra or {})}, tensors)
+
+    def run_baseline(self) -> None:
+        module = self.variants[0]["module"]
+        seed_everything(self.job["init_seed"])
+        model = self.device.to_device(module.Model(*self.variants[0]["init"]))
+        model.eval()
+        timing = self.job["timing"]
+        self.time_model(model, timing, kind="baseline", extra={"which": "eager"})
+        if self.job.get("compile_baseline"):
+            t0 = self.clock()
+            compiled = torch.compile(model)
+            with torch.no_grad():
+                compiled(*self.fresh_inputs(timing["sets"][0]))
+            self.time_model(compiled, timing, kind="baseline",
+                            extra={"which": "compile", "compile_s": (self.clock() - t0) / 1e9})
+
+
+def main(job_fd: int, result_fd: int) -> None:
+    """Entry point in a forked worker; never returns."""
+    code = 0
+    try:
+        job = json.loads(protocol_read_job(job_fd))
+        worker = Worker(job_fd, result_fd, job)
+        worker.device.prepare_worker(int(job["threads"]))
+        try:
+            worker.build_inputs()
+        except BaseException:  # noqa: BLE001 - the task itself failed: the judge says so
+            worker.send({"kind": "error", "stage": "task", "error": traceback.format_exc()})
+            raise SystemExit(0)
+        worker.send({"kind": "ready"})
+        if job["kind"] == "baseline":
+            worker.run_baseline()
+        else:
+            worker.run_candidate()
+        worker.send({"kind": "done"})
+    except SystemExit:
+        pass
+    except BaseException:  # noqa: BLE001
+        code = 3
+        try:
+            protocol.send(result_fd, {"kind": "error", "stage": "runtime", "error": traceback.format_exc()})
+        except OSError:
+            pass
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os._exit(code)
+
+
+def protocol_read_job(fd: int) -> bytes:
+    """The job: a 4-byte length and JSON, written by the judge."""
+    head = b""
+    while len(head) < 4:
+        chunk = os.read(fd, 4 - len(head))
+        if not chunk:
+            raise EOFError("no job")
+        head += chunk
+    n = int.from_bytes(head, "little")
+    data = b""
+    while len(data) < n:
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            raise EOFError("truncated job")
+        data += chunk
+    return data

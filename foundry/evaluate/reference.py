@@ -1,0 +1,66 @@
+"""Reference outputs, computed in the judge's own process from the same seeds the worker
+got. They are computed only after the candidate's worker has been killed, so they never
+exist anywhere while candidate code runs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import torch
+
+from foundry.tasks.inputs import InputSpec, make_init_inputs, make_inputs, seed_everything
+from foundry.tasks.loader import build_module
+from foundry.types import Task
+
+
+class ReferenceRunner:
+    """Builds task modules (cached per task and overrides) and runs `Model`."""
+
+    def __init__(self, device: Any):
+        self.device = device
+        self._modules: dict[tuple, Any] = {}
+
+    def module(self, task: Task, overrides: dict) -> Any:
+        key = (task.source_hash, task.path, json.dumps(overrides, sort_keys=True, default=str))
+        if key not in self._modules:
+            if len(self._modules) > 64:
+                self._modules.clear()
+            self._modules[key] = build_module(task, overrides)
+        return self._modules[key]
+
+    def model(self, task: Task, overrides: dict, init_seed: int) -> torch.nn.Module:
+        module = self.module(task, overrides)
+        init = make_init_inputs(module, init_seed)
+        seed_everything(init_seed)
+        model = module.Model(*init)
+        model.eval()
+        return self.device.to_device(model)
+
+    def outputs(self, model: torch.nn.Module, task: Task, overrides: dict, spec: InputSpec) -> Any:
+        inputs = [self.device.to_device(x) for x in make_inputs(self.module(task, overrides), spec)]
+        with torch.no_grad():
+            out = model(*inputs)
+        self.device.synchronize()
+        return _to_cpu(out)
+
+
+def _to_cpu(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(o) for o in obj)
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    return obj
+
+
+def output_dtype(obj: Any) -> torch.dtype | None:
+    if isinstance(obj, torch.Tensor):
+        return obj.dtype
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            d = output_dtype(o)
+            if d is not None:
+                return d
+    return None

@@ -1,0 +1,299 @@
+"""The judge's side of the sandbox: a warm worker (foundry.evaluate.zygote) per
+Evaluator, one forked child per job, deadlines, memory watch, idle probes, cleanup.
+
+Each child runs in its own process group with a stripped environment, its own temp dir,
+an address-space cap (plus a resident-memory watch here), a file-size cap and a hard
+deadline; when the job ends, however it ends, the whole group is killed and orphans are
+reaped by the warm worker. If the warm worker itself dies, the next job starts a new one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from foundry.evaluate import protocol
+
+READY_TIMEOUT_S = 120.0
+CTL_TIMEOUT_S = 30.0
+
+
+class SandboxError(RuntimeError):
+    """The warm worker could not be started or stopped answering."""
+
+
+@dataclass
+class Message:
+    header: dict
+    tensors: list
+    at: float  # the judge's monotonic clock when it arrived
+
+
+@dataclass
+class JobOutcome:
+    messages: list = field(default_factory=list)
+    status: int | None = None  # waitpid status of the child
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    protocol_error: str = ""
+    log: str = ""
+    probes: list = field(default_factory=list)  # one dict per idle probe
+    wall_s: float = 0.0
+
+    def of_kind(self, kind: str) -> list[Message]:
+        return [m for m in self.messages if m.header.get("kind") == kind]
+
+    def exit_text(self) -> str:
+        if self.timed_out:
+            return "timed out (the worker's process group was killed)"
+        if self.memory_exceeded:
+            return "exceeded the memory limit (the worker was killed)"
+        st = self.status
+        if st is None or st < 0:
+            return "worker ended"
+        if os.WIFSIGNALED(st):
+            sig = os.WTERMSIG(st)
+            try:
+                name = signal.Signals(sig).name
+            except ValueError:
+                name = str(sig)
+            return f"worker killed by signal {sig} ({name})"
+        if os.WIFEXITED(st):
+            return f"worker exited with code {os.WEXITSTATUS(st)}"
+        return "worker ended"
+
+
+def _cpu_ns(pid: int) -> int:
+    """CPU time used so far by all threads of `pid` (schedstat, nanoseconds)."""
+    total = 0
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _descendants(pid: int) -> list[int]:
+    """Processes other than `pid` in its process group or whose parent it is."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == pid:
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[-1].split()
+        except OSError:
+            continue
+        if len(fields) > 2 and fields[0] != "Z" and (int(fields[1]) == pid or int(fields[2]) == pid):
+            found.append(int(entry))
+    return found
+
+
+class WarmWorker:
+    """One warm pre-imported process that forks a child per job."""
+
+    def __init__(self, *, env: dict, preload: tuple = ()):
+        self.env = env
+        self.preload = tuple(dict.fromkeys(preload))
+        self.proc: subprocess.Popen | None = None
+        self.sock: socket.socket | None = None
+        self.start_s = 0.0
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def start(self) -> None:
+        t0 = time.monotonic()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        cmd = [sys.executable, "-c", "from foundry.evaluate.zygote import main; main()",
+               str(theirs.fileno()), ",".join(self.preload)]
+        self.proc = subprocess.Popen(cmd, env=self.env, pass_fds=(theirs.fileno(),),
+                                     start_new_session=True, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     cwd=tempfile.gettempdir())
+        theirs.close()
+        self.sock = mine
+        reply = self._recv(READY_TIMEOUT_S)
+        if not reply.get("ready"):
+            raise SandboxError(f"warm worker did not start: {reply}")
+        self.start_s = time.monotonic() - t0
+
+    def _recv(self, timeout: float) -> dict:
+        assert self.sock is not None
+        self.sock.settimeout(timeout)
+        try:
+            data = self.sock.recv(1 << 16)
+        except (OSError, socket.timeout) as e:
+            self.close()
+            raise SandboxError(f"warm worker stopped answering ({e})") from None
+        if not data:
+            self.close()
+            raise SandboxError("warm worker exited")
+        return json.loads(data)
+
+    def request(self, req: dict, fds: list[int] = ()) -> dict:
+        if not self.alive():
+            self.close()
+            self.start()
+        assert self.sock is not None
+        try:
+            socket.send_fds(self.sock, [json.dumps(req).encode()], list(fds))
+        except OSError as e:
+            self.close()
+            raise SandboxError(f"warm worker unreachable ({e})") from None
+        return self._recv(CTL_TIMEOUT_S)
+
+    def ensure_preloaded(self, modules: tuple) -> None:
+        new = [m for m in modules if m not in self.preload]
+        if not new:
+            return
+        self.preload = self.preload + tuple(new)
+        if self.alive():
+            self.request({"op": "preload", "modules": new})
+
+    def close(self) -> None:
+        if self.sock is not None:
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            self.sock = None
+        if self.proc is not None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+            self.proc = None
+
+
+def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
+            idle_probe_ms: float, max_bytes: int,
+            on_idle: Callable[[JobOutcome], bytes] = lambda o: b"g") -> JobOutcome:
+    """Fork a child for `job`, collect its messages until it is done, dies or runs out of
+    time, then kill its process group. `on_idle` answers each idle message with the byte
+    the child waits for ("g": go on, "s": stop)."""
+    out = JobOutcome()
+    t0 = time.monotonic()
+    tmp = tempfile.mkdtemp(prefix="foundry-w-")
+    log_path = os.path.join(tmp, "worker.log")
+    job_r, job_w = os.pipe()
+    res_r, res_w = os.pipe()
+    log_w = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    pid = None
+    try:
+        try:
+            reply = worker.request({"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb,
+                                    "fsize_mb": 256}, [job_r, res_w, log_w])
+        except SandboxError:
+            reply = worker.request({"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb,
+                                    "fsize_mb": 256}, [job_r, res_w, log_w])
+        pid = int(reply["pid"])
+        for fd in (job_r, res_w, log_w):
+            os.close(fd)
+        job_r = res_w = log_w = -1
+        data = json.dumps(job).encode()
+        try:
+            protocol.write_all(job_w, len(data).to_bytes(4, "little") + data)
+        except OSError:
+            pass  # the child died before reading its job; its status says why
+        reader = protocol.Reader(res_r, max_bytes=max_bytes)
+        deadline = t0 + deadline_s
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                out.timed_out = True
+                break
+            if _rss_mb(pid) > memory_mb:
+                out.memory_exceeded = True
+                break
+            try:
+                header, tensors = reader.read(min(deadline, now + 0.1))
+            except protocol.ChannelTimeout:
+                continue
+            except protocol.ChannelClosed:
+                break
+            except protocol.ProtocolError as e:
+                out.protocol_error = str(e)
+                break
+            msg = Message(header, tensors, time.monotonic())
+            out.messages.append(msg)
+            kind = header.get("kind")
+            if kind == "idle":
+                out.probes.append(_probe(pid, idle_probe_ms))
+                try:
+                    os.write(job_w, on_idle(out))
+                except OSError:
+                    break
+            elif kind in ("done", "error"):
+                break
+    finally:
+        if pid is not None:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                reply = worker.request({"op": "reap", "pid": pid})
+                out.status = reply.get("status")
+            except SandboxError:
+                out.status = None
+        for fd in (job_r, job_w, res_r, res_w, log_w):
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        out.log = _tail(log_path, 8000)
+        shutil.rmtree(tmp, ignore_errors=True)
+        out.wall_s = time.monotonic() - t0
+    return out
+
+
+def _probe(pid: int, window_ms: float) -> dict:
+    """Is the child doing work while it says it is idle? CPU time over a short window,
+    and any process it started."""
+    c0 = _cpu_ns(pid)
+    time.sleep(window_ms / 1000)
+    busy_ms = (_cpu_ns(pid) - c0) / 1e6
+    return {"busy_ms": busy_ms, "window_ms": window_ms, "descendants": len(_descendants(pid))}
+
+
+def _tail(path: str, limit: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - limit))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,258 @@
+"""Static checks of a candidate's source, before any of it runs.
+
+Each check is a guard flag. They are deliberately broad: a kernel file has no business
+reading timers, walking the garbage collector or other frames, patching modules,
+starting threads or processes, exiting the process, reading the environment, or
+tampering with the launch counters. Patterns run over the whole text, so C/CUDA kernel
+source inside strings is checked too.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+
+from foundry.evaluate.backends import BackendSpec
+
+PATTERNS: dict[str, tuple[str, ...]] = {
+    "timer_tampering": (
+        r"^\s*(import|from)\s+(time|timeit)\b", r"\bperf_counter", r"\bprocess_time\b",
+        r"\bmonotonic(_ns)?\b", r"\btime_ns\b", r"\bclock_gettime\b", r"\bgettimeofday\b",
+        r"\brdtscp?\b", r"\bclock\s*\(\s*\)", r"\bdatetime\b", r"\belapsed_time\b",
+        r"__import__\s*\(\s*['\"](time|timeit)['\"]", r"\bEvent\s*\([^)]*enable_timing"),
+    "introspection": (
+        r"\bgc\s*\.\s*get_(objects|referrers|referents)", r"^\s*(import|from)\s+gc\b",
+        r"\b_getframe\b", r"\bcurrentframe\b", r"\binspect\s*\.\s*(stack|getouterframes|getmembers)",
+        r"\bf_(back|locals|globals|builtins|code)\b", r"\btb_frame\b", r"__subclasses__",
+        r"/proc/", r"\bpythonapi\b", r"\bstring_at\b", r"\bmemmove\b", r"CDLL\s*\(\s*None",
+        r"\bptrace\b", r"\bprocess_vm_(read|write)v\b", r"__globals__", r"__closure__",
+        r"\bsettrace\b", r"\bsetprofile\b", r"\baddaudithook\b", r"\bsys\s*\.\s*modules\b"),
+    "process_control": (
+        r"\b(sys\s*\.\s*exit|os\s*\.\s*_exit|_exit|exit|quit|abort)\s*\(", r"\bos\s*\.\s*kill",
+        r"\bkillpg\b", r"^\s*(import|from)\s+(signal|subprocess|multiprocessing|pty)\b",
+        r"\bsignal\s*\.\s*\w+", r"\bos\s*\.\s*(fork|forkpty|system|popen|exec\w*|spawn\w*|setsid|setpgid)\b",
+        r"\bfork\s*\(", r"\batexit\b", r"\bsetrlimit\b", r"\braise\s+SystemExit\b", r"\bSystemExit\s*\("),
+    "threads": (
+        r"^\s*(import|from)\s+(threading|_thread|concurrent|asyncio)\b", r"\bThread\s*\(",
+        r"\bThreadPool", r"\bstart_new_thread\b"),
+    "env_access": (r"\benviron\b", r"\bgetenv\b", r"\bputenv\b"),
+    "torch_patching": (
+        r"\buse_deterministic_algorithms\b", r"\bfill_uninitialized_memory\b", r"\btorch\s*\.\s*_C\b",
+        r"\btorch\s*\.\s*library\b", r"__torch_function__", r"__torch_dispatch__", r"DispatchMode",
+        r"TorchFunctionMode", r"\btorch\s*\.\s*overrides\b", r"\b_dispatch\b", r"set_flush_denormal",
+        r"\btorch\s*\.\s*_dynamo\b", r"\bimportlib\b", r"\breload\s*\(", r"\b__builtins__\b",
+        r"^\s*(import|from)\s+builtins\b", r"\bsetattr\s*\(", r"\bdelattr\s*\("),
+    "launch_tampering": (r"\brecord_launch\b", r"\breset_launches\b", r"\b_launches\b",
+                         r"\blaunches\s*\("),
+    "reference_call": (r"\bModel\s*\(", r"\bget_inputs\s*\(", r"\bget_init_inputs\s*\(",
+                       r"\bsuper\s*\(\s*\)\s*\.\s*forward", r"\bsuper\s*\([^)]+\)\s*\.\s*forward"),
+}
+
+PRECISION = (r"\.half\s*\(", r"\.bfloat16\s*\(", r"\bfloat16\b", r"\bbfloat16\b", r"\btorch\s*\.\s*half\b",
+             r"\btf32\b", r"\b__half\b", r"\b__nv_bfloat16\b", r"\b_Float16\b", r"-ffast-math",
+             r"-Ofast", r"\bfast_math\b", r"\bfloat8", r"\bfp8\b", r"\bamp\b", r"\bautocast\b")
+
+# torch functions a kernel file may call: allocation, views, copies, metadata
+TORCH_ALLOWED = frozenset("""
+empty empty_like empty_strided zeros zeros_like ones ones_like full full_like arange tensor
+as_tensor from_numpy is_tensor numel device dtype Size manual_seed no_grad inference_mode
+enable_grad set_grad_enabled finfo iinfo result_type promote_types broadcast_shapes
+is_floating_point is_complex get_num_threads get_default_dtype cat stack chunk split
+empty_permuted as_strided randn rand randint Generator set_num_threads
+""".split())
+
+# methods that compute (on tensors); calling them in a kernel file is a PyTorch rewrite
+COMPUTE_METHODS = frozenset("""
+matmul mm bmm addmm baddbmm einsum relu relu_ softmax log_softmax sigmoid tanh gelu silu exp
+log sum mean prod amax amin max min argmax argmin std var norm cumsum cumprod sort topk
+conv1d conv2d conv3d conv_transpose2d linear layer_norm batch_norm group_norm dropout
+clamp clamp_ clip where masked_fill pow sqrt rsqrt abs logsumexp maximum minimum
+""".split())
+
+NN_LAYER_OK = frozenset({"Module", "Parameter", "ParameterList", "ParameterDict", "ModuleList",
+                         "ModuleDict", "Buffer", "Identity"})
+
+
+@dataclass(frozen=True)
+class StaticReport:
+    flags: tuple = ()
+    reasons: dict = field(default_factory=dict)  # flag -> first evidence
+    syntax_error: str | None = None
+
+
+def _find(patterns, text: str) -> str | None:
+    for p in patterns:
+        m = re.search(p, text, re.M)
+        if m:
+            line = text.count("\n", 0, m.start()) + 1
+            return f"line {line}: {m.group(0).strip()[:60]!r}"
+    return None
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+class _Visitor(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}  # local name -> module path
+        self.modules: set[str] = set()
+        self.compute: list[str] = []
+        self.fallback: list[str] = []
+        self.patched: list[str] = []
+        self.layers: set[str] = set()  # self.<attr> assigned an nn layer
+        self.layer_calls: list[str] = []
+        self._fn_stack: list[str] = []
+        self._args: list[set] = []
+
+    # imports ---------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            self.aliases[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            self.modules.add(a.asname or a.name.split(".")[0])
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        for a in node.names:
+            self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+            self.modules.add(a.asname or a.name)
+
+    def _resolve(self, dotted: str) -> str:
+        head, _, rest = dotted.partition(".")
+        base = self.aliases.get(head, head)
+        return f"{base}.{rest}" if rest else base
+
+    # functions -------------------------------------------------------------
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        for dec in node.decorator_list:
+            d = _dotted(dec.func if isinstance(dec, ast.Call) else dec) or ""
+            if self._resolve(d).startswith("triton"):
+                return  # a Triton kernel body: tl.* calls are the kernel itself
+        self._fn_stack.append(node.name)
+        a = node.args
+        self._args.append({x.arg for x in a.posonlyargs + a.args + a.kwonlyargs} - {"self"})
+        self.generic_visit(node)
+        self._fn_stack.pop()
+        self._args.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def _in_init(self) -> bool:
+        return "__init__" in self._fn_stack
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._check_target(t)
+            d = _dotted(t) if isinstance(t, ast.Attribute) else None
+            if d and d.startswith("self.") and isinstance(node.value, ast.Call):
+                fn = _dotted(node.value.func) or ""
+                full = self._resolve(fn)
+                if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] not in NN_LAYER_OK \
+                        and not full.startswith("torch.nn.functional"):
+                    self.layers.add(d[5:])
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._check_target(node.target)
+        self.generic_visit(node)
+
+    def _check_target(self, t: ast.AST) -> None:
+        if isinstance(t, (ast.Attribute, ast.Subscript)):
+            root = t
+            while isinstance(root, (ast.Attribute, ast.Subscript)):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in self.modules:
+                self.patched.append(f"line {t.lineno}: assignment into module {root.id!r}")
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                self._check_target(e)
+
+    def visit_Try(self, node: ast.Try) -> None:
+        for h in node.handlers:
+            for sub in ast.walk(ast.Module(body=h.body, type_ignores=[])):
+                if isinstance(sub, (ast.Call, ast.BinOp)) and self._is_compute(sub):
+                    self.fallback.append(f"line {h.lineno}: except handler computes with torch")
+                    break
+                if isinstance(sub, ast.Return) and sub.value is not None:
+                    self.fallback.append(f"line {h.lineno}: except handler returns a value")
+                    break
+        self.generic_visit(node)
+
+    visit_TryStar = visit_Try  # type: ignore[assignment]
+
+    def _is_compute(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            return True
+        if not isinstance(node, ast.Call):
+            return False
+        d = _dotted(node.func)
+        if d:
+            full = self._resolve(d)
+            if full.startswith(("torch.nn.functional.", "torch.ops.", "torch.linalg.", "torch.fft.",
+                                "torch.special.")):
+                return True
+            if full.startswith("torch.") and full.count(".") == 1 and full[6:] not in TORCH_ALLOWED:
+                return True
+            if full.startswith("self.") and full[5:] in self.layers:
+                return True
+        if (isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS
+                and isinstance(node.func.value, ast.Name) and self._args
+                and node.func.value.id in self._args[-1]):
+            return True  # x.relu(), a.matmul(b) on a forward argument
+        return False
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if not self._in_init() and self._is_compute(node):
+            self.compute.append(f"line {node.lineno}: {ast.unparse(node.func)[:50]}")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if not self._in_init() and self._is_compute(node):
+            self.compute.append(f"line {node.lineno}: '@' operator")
+        self.generic_visit(node)
+
+
+def check_source(source: str, *, backend: BackendSpec, allow_torch_ops: bool = False,
+                 allow_precision_drop: bool = False, task_source: str = "",
+                 device_patterns: dict | None = None) -> StaticReport:
+    """Run every static guard on a candidate source; returns the flags that fired."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError as e:
+        return StaticReport(syntax_error=f"SyntaxError: {e.msg} (line {e.lineno})")
+    reasons: dict[str, str] = {}
+    if not any(isinstance(n, ast.ClassDef) and n.name == "ModelNew" for n in ast.walk(tree)):
+        reasons["no_model_new"] = "no class ModelNew"
+    patterns = {k: list(v) for k, v in PATTERNS.items()}
+    for extra in (backend.extra_patterns, device_patterns or {}):
+        for flag, pats in extra.items():
+            patterns.setdefault(flag, []).extend(pats)
+    precision = list(patterns.pop("precision_drop", [])) + list(PRECISION)
+    for flag, pats in patterns.items():
+        hit = _find(pats, source)
+        if hit:
+            reasons[flag] = hit
+    if not allow_precision_drop:
+        hit = _find(precision, source)
+        if hit and not _find(precision, task_source):
+            reasons["precision_drop"] = hit
+    v = _Visitor()
+    v.visit(tree)
+    if v.patched:
+        reasons["monkeypatch"] = v.patched[0]
+    if v.fallback:
+        reasons["torch_fallback"] = v.fallback[0]
+    if not allow_torch_ops:
+        missing = [p for p in backend.kernel_patterns if not re.search(p, source, re.M)]
+        if missing:
+            reasons["no_kernel"] = f"no {backend.name} kernel found (missing pattern {missing[0]!r})"
+        if v.compute:
+            reasons["torch_compute"] = v.compute[0]
+    return StaticReport(flags=tuple(sorted(reasons)), reasons=reasons)

@@ -1,0 +1,104 @@
+"""From a worker's raw report and the judge's reference outputs to guard flags and a stage.
+
+Pure functions over already-collected data: no processes, no timing of its own."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from foundry.evaluate import protocol
+from foundry.evaluate.compare import Comparison, compare, equal_outputs
+from foundry.types import Stage
+
+BUSY_FRACTION = 0.25  # of the idle window; more CPU than this means work left running
+BUSY_MIN_MS = 5.0
+
+
+@dataclass
+class Findings:
+    stage: Stage = Stage.CORRECT
+    flags: list = field(default_factory=list)
+    errors: list = field(default_factory=list)
+    max_abs_err: float = 0.0
+    max_rel_err: float = 0.0
+    candidate_outputs: dict = field(default_factory=dict)  # trial index -> decoded output
+
+    def flag(self, name: str, why: str) -> None:
+        if name not in self.flags:
+            self.flags.append(name)
+            self.errors.append(f"[{name}] {why}")
+
+    def lower(self, stage: Stage, why: str = "") -> None:
+        if stage < self.stage:
+            self.stage = stage
+        if why:
+            self.errors.append(why)
+
+    def absorb(self, c: Comparison, where: str) -> None:
+        self.max_abs_err = max(self.max_abs_err, c.max_abs_err)
+        self.max_rel_err = max(self.max_rel_err, c.max_rel_err)
+        if c.kind == "shape":
+            self.lower(Stage.SHAPE, f"{where}: {c.message}")
+        elif c.kind == "value":
+            self.lower(Stage.VALUE, f"{where}: {c.message}")
+            if c.non_finite:
+                self.flag("non_finite", c.message)
+
+
+def decode(msg: Any) -> Any:
+    return protocol.decode_tree(msg.header.get("tree"), msg.tensors)
+
+
+def check_trials(f: Findings, trials: dict, references: dict, trial_plan: list, *,
+                 atol, rtol, launch_key: str | None, allow_torch_ops: bool) -> None:
+    """Compare every trial's output with the reference and apply the per-trial guards."""
+    for i, ref in references.items():
+        msg = trials[i]
+        try:
+            got = decode(msg)
+        except protocol.ProtocolError as e:
+            f.flag("protocol_violation", str(e))
+            f.lower(Stage.RUNTIME)
+            return
+        f.candidate_outputs[i] = got
+        spec = trial_plan[i]
+        where = f"trial {i} ({spec['distribution']} inputs" + (f", shape variant {spec['variant']})"
+                                                               if spec["variant"] else ")")
+        f.absorb(compare(ref, got, atol=atol, rtol=rtol), where)
+        h = msg.header
+        if h.get("inputs_changed"):
+            f.flag("input_mutation", f"{where}: forward changed input(s) {h['inputs_changed']}")
+        if launch_key and not allow_torch_ops and h.get("launches", 0) == 0:
+            f.flag("kernel_not_launched", f"{where}: no {launch_key} kernel was launched during forward")
+        if h.get("torch_ops") and not allow_torch_ops:
+            ops = ", ".join(sorted(h["torch_ops"]))[:200]
+            f.flag("torch_compute", f"{where}: forward computed with PyTorch ops ({ops})")
+        if isinstance(h.get("threads_started"), int) and h["threads_started"] > 0:
+            f.flag("threads", f"{where}: {h['threads_started']} thread(s) still running after forward")
+
+
+def check_consistency(f: Findings, references: dict, repeat: Any, main_trials: list, *, atol, rtol) -> None:
+    """Same input twice -> same answer; different inputs -> different answers where the
+    reference's differ."""
+    outs = f.candidate_outputs
+    if repeat is not None and 0 in outs:
+        c = compare(outs[0], repeat, atol=atol, rtol=rtol)
+        if not c.ok:
+            f.flag("nondeterministic", f"the same input gave a different answer the second time: {c.message}")
+    for a in main_trials:
+        for b in main_trials:
+            if a < b and a in outs and b in outs and not equal_outputs(references[a], references[b]) \
+                    and equal_outputs(outs[a], outs[b]):
+                f.flag("constant_output", f"trials {a} and {b} have different inputs and reference "
+                                          f"outputs but identical candidate outputs")
+                return
+
+
+def check_probes(f: Findings, probes: list) -> None:
+    for p in probes:
+        if p.get("busy_ms", 0) > max(BUSY_MIN_MS, BUSY_FRACTION * p.get("window_ms", 0)):
+            f.flag("background_work", f"the worker used {p['busy_ms']:.0f} ms of CPU in a "
+                                      f"{p['window_ms']:.0f} ms window after forward returned")
+        if p.get("descendants", 0) > 0:
+            f.flag("subprocess", f"{p['descendants']} process(es) started by the candidate were running")

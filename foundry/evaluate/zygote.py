@@ -1,0 +1,173 @@
+"""The warm worker: a process started once with a clean environment, that imports torch
+(and the backends' helpers) ahead and forks one fresh child per job.
+
+Forking from a pre-imported parent costs milliseconds, and every candidate starts from
+the same untouched state: a candidate that patches torch or leaves threads behind dies
+with its child, and cannot reach the next one. The warm worker never runs candidate
+code and never computes a parallel torch op (OpenMP pools do not survive a fork).
+
+Control messages (JSON, one per SOCK_SEQPACKET datagram, from the judge only):
+  {"op": "fork", "tmpdir", "memory_mb", "fsize_mb"} + fds [job_r, result_w, log_w]
+      -> {"pid"}
+  {"op": "reap", "pid"} -> {"status": waitpid status, "orphans": n}   (after the judge
+      killed the child's process group; also kills and reaps any orphaned descendants,
+      this process being their subreaper)
+  {"op": "preload", "modules": [...]} -> {"ok": true, "failed": {...}}
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+
+PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def _prctl(option: int, arg: int) -> None:
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(option, arg, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+def _vm_bytes() -> int:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _preload(modules) -> dict:
+    failed = {}
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as e:  # noqa: BLE001 - the child will report it properly
+            failed[name] = f"{type(e).__name__}: {e}"[:300]
+    return failed
+
+
+def _child(sock: socket.socket, req: dict, fds: list[int]) -> None:
+    code = 70
+    try:
+        os.setpgid(0, 0)
+        sock.close()
+        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        job_fd, result_fd, log_fd = fds
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(null)
+        os.close(log_fd)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        fsize = int(req["fsize_mb"]) << 20
+        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+        cap = _vm_bytes() + (int(req["memory_mb"]) << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        tmp = req["tmpdir"]
+        os.chdir(tmp)
+        os.environ["TMPDIR"] = tmp
+        import tempfile
+        tempfile.tempdir = tmp
+        from foundry.evaluate import harness
+        harness.main(job_fd, result_fd)
+    except BaseException:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _orphans(me: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[-1].split()
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(entry))
+    return found
+
+
+def _reap(pid: int) -> tuple[int, int]:
+    try:
+        _, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        status = -1
+    n = 0
+    for _ in range(3):  # orphaned descendants were reparented to us (subreaper)
+        extra = _orphans(os.getpid())
+        if not extra:
+            break
+        for p in extra:
+            try:
+                os.kill(p, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for p in extra:
+            try:
+                os.waitpid(p, 0)
+                n += 1
+            except ChildProcessError:
+                pass
+    return status, n
+
+
+def main() -> None:
+    sock = socket.socket(fileno=int(sys.argv[1]))
+    modules = [m for m in sys.argv[2].split(",") if m] if len(sys.argv) > 2 else []
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    failed = _preload(["torch", "foundry.evaluate.harness", *modules])
+    sock.send(json.dumps({"ready": True, "pid": os.getpid(), "failed": failed}).encode())
+    while True:
+        try:
+            msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
+        except OSError:
+            break
+        if not msg:
+            break
+        req = json.loads(msg)
+        op = req.get("op")
+        if op == "fork":
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                _child(sock, req, fds)
+            for fd in fds:
+                os.close(fd)
+            try:
+                os.setpgid(pid, pid)
+            except OSError:
+                pass
+            sock.send(json.dumps({"pid": pid}).encode())
+        elif op == "reap":
+            status, n = _reap(int(req["pid"]))
+            sock.send(json.dumps({"status": status, "orphans": n}).encode())
+        elif op == "preload":
+            sock.send(json.dumps({"ok": True, "failed": _preload(req.get("modules", []))}).encode())
+        else:
+            sock.send(json.dumps({"error": f"unknown op {op!r}"}).encode())
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
