@@ -117,6 +117,8 @@ class ScriptedOpenAIServer:
         self.model_name = model_name
         self.requests: list[RecordedRequest] = []
         self.server_time_s = 0.0  # summed handler time of chat requests, delays included
+        self.in_flight = 0  # chat requests being handled now
+        self.peak_in_flight = 0  # the most handled at once
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
@@ -130,9 +132,7 @@ class ScriptedOpenAIServer:
         class Handler(_Handler):
             owner = server
 
-        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        httpd.daemon_threads = True
-        httpd.request_queue_size = 256
+        httpd = _Server(("127.0.0.1", 0), Handler)
         self._httpd = httpd
         self._thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                         name="scripted-openai-server", daemon=True)
@@ -184,6 +184,15 @@ class ScriptedOpenAIServer:
                 return self._script.popleft()
         return self.default(body)
 
+    def _enter(self) -> None:
+        with self._lock:
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
     def _record(self, req: RecordedRequest) -> None:
         with self._lock:
             self.requests.append(req)
@@ -191,9 +200,15 @@ class ScriptedOpenAIServer:
                 self.server_time_s += req.served_s
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # the listen backlog: many clients connect at once
+
+
 class _Handler(BaseHTTPRequestHandler):
     owner: ScriptedOpenAIServer
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # small replies must not wait for delayed ACKs
 
     def log_message(self, *args) -> None:  # keep test output clean
         return
@@ -233,10 +248,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, t0))
             self._send(404 if body is not None else 400, b'{"error": {"message": "bad request"}}')
             return
-        resp = self.owner._next(body)
-        if resp.delay_s > 0:
-            self.owner._stop.wait(resp.delay_s)
-        payload = _body_for(resp, body, self.owner.model_name)
+        self.owner._enter()
+        try:
+            resp = self.owner._next(body)
+            if resp.delay_s > 0:
+                self.owner._stop.wait(resp.delay_s)
+            payload = _body_for(resp, body, self.owner.model_name)
+        finally:
+            self.owner._leave()
         # recorded before the reply goes out, so a client that got it sees the record
         self.owner._record(RecordedRequest("POST", self.path, {k.lower(): v for k, v in self.headers.items()}, body, t0,
                                            time.monotonic() - t0))
