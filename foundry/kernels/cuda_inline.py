@@ -3,11 +3,14 @@
 KernelBench solutions call `load_inline(...)` themselves at import time, so they run
 unchanged: what this module adds is where and when they build.
 
-- Per-candidate build directories keyed by content hash (candidate source, params, torch
-  and CUDA versions, target architectures): `prepare_worker_env` points
-  TORCH_EXTENSIONS_DIR at that directory before the candidate file executes, so a second
-  evaluation of the same candidate (another trial, a restarted worker) only loads the
-  built library, and two candidates never share or clobber a build.
+- Build directories keyed by content hash: `install_build_hook()` (run in the worker
+  before the candidate file executes) wraps `load_inline` and `load` so each call builds
+  in `cache_dir("cuda_inline")/<hash of its arguments, torch, CUDA, target archs>`,
+  whatever `build_directory` the file asked for. A second evaluation of the same code
+  (another trial, a restarted worker, a candidate that differs elsewhere) only loads the
+  built library, and two different builds never share or clobber a directory.
+  `prepare_worker_env(source=...)` also points TORCH_EXTENSIONS_DIR at a per-candidate
+  directory for anything built by other means.
 - Stale locks: torch guards a build with a `lock` file and waits forever while it
   exists; a builder killed mid-build leaves it behind. A lock whose recorded owner
   process is gone, or that is older than `stale_after_s`, is removed before building.
@@ -111,6 +114,69 @@ def clear_stale_locks(directory: Path, *, stale_after_s: float = 900.0) -> list[
     return removed
 
 
+_hook_state: dict = {"installed": False, "dirs": []}
+PROGRESS_ENV = "FOUNDRY_INLINE_PROGRESS"  # file the prebuild appends build dirs to
+
+
+def _call_key(kind: str, arguments: Mapping) -> str:
+    import torch
+    args = {k: v for k, v in arguments.items() if k not in ("build_directory", "verbose")}
+    if kind == "load":  # sources are file paths: hash their contents
+        srcs = args.get("sources")
+        srcs = [srcs] if isinstance(srcs, str) else list(srcs or ())
+        args["sources"] = [Path(p).read_text(errors="replace") if os.path.exists(p) else p
+                           for p in srcs]
+    text = json.dumps(args, sort_keys=True, default=str)
+    parts = [kind, text, torch.__version__, str(torch.version.cuda), arch_list(),
+             f"{sys.version_info.major}.{sys.version_info.minor}"]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:20]
+
+
+def build_dir_for_call(kind: str, arguments: Mapping) -> Path:
+    path = cache_dir("cuda_inline") / "ext" / _call_key(kind, arguments)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def install_build_hook() -> None:
+    """Make `load_inline` / `load` build in content-hashed, lock-checked directories.
+
+    Idempotent. Call before the candidate file executes (it imports the wrapped names).
+    """
+    if _hook_state["installed"]:
+        return
+    import inspect
+
+    import torch.utils.cpp_extension as ext
+    archs = arch_list()
+    if archs:
+        os.environ["TORCH_CUDA_ARCH_LIST"] = archs
+    for kind in ("load_inline", "load"):
+        real = getattr(ext, kind)
+        sig = inspect.signature(real)
+
+        def wrapper(*args, _real=real, _sig=sig, _kind=kind, **kwargs):
+            bound = _sig.bind(*args, **kwargs)
+            directory = build_dir_for_call(_kind, bound.arguments)
+            clear_stale_locks(directory)
+            _claim(directory)
+            progress = os.environ.get(PROGRESS_ENV)
+            if progress:
+                with open(progress, "a") as f:
+                    f.write(str(directory) + "\n")
+            bound.arguments["build_directory"] = str(directory)
+            module = _real(*bound.args, **bound.kwargs)
+            (directory / BUILT_MARK).write_text(json.dumps({"name": bound.arguments.get("name")}))
+            _hook_state["dirs"].append(str(directory))
+            return module
+
+        wrapper.__name__ = kind
+        wrapper.__doc__ = real.__doc__
+        wrapper.__wrapped__ = real
+        setattr(ext, kind, wrapper)
+    _hook_state["installed"] = True
+
+
 def _claim(directory: Path) -> None:
     (directory / OWNER_FILE).write_text(json.dumps({"pid": os.getpid(), "t": time.time()}))
 
@@ -129,6 +195,7 @@ def prepare_worker_env(*, source: str, params: Mapping | None = None,
     clear_stale_locks(directory, stale_after_s=stale_after_s)
     _claim(directory)
     os.environ["TORCH_EXTENSIONS_DIR"] = str(directory)
+    install_build_hook()
     return directory
 
 
@@ -170,8 +237,9 @@ def build_now(*, source: str, params: Mapping | None = None, timeout_s: float = 
         cand = Path(tmp) / "candidate.py"
         cand.write_text(source)
         (Path(tmp) / "params.json").write_text(json.dumps(dict(params or {}), default=str))
+        progress = Path(tmp) / "progress.txt"
         env = _scrubbed_env(directory, archs, jobs or os.cpu_count() or 1)
-        env["TMPDIR"] = tmp
+        env.update(TMPDIR=tmp, **{PROGRESS_ENV: str(progress)})
         proc = subprocess.Popen([sys.executable, "-m", "foundry.kernels.cuda_inline", str(cand)],
                                 cwd=tmp, env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True)
@@ -180,7 +248,10 @@ def build_now(*, source: str, params: Mapping | None = None, timeout_s: float = 
             out, _ = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             _kill_group(proc)
-            shutil.rmtree(directory, ignore_errors=True)
+            started = progress.read_text().split() if progress.exists() else []
+            for d in [*started, str(directory)]:
+                if not (Path(d) / BUILT_MARK).exists() or d == str(directory):
+                    shutil.rmtree(d, ignore_errors=True)
             return BuildOutcome(False, str(directory), time.perf_counter() - t0,
                                 timed_out=True, log=f"build timed out after {timeout_s:.0f} s")
     log = out.decode(errors="replace")[-4000:]
@@ -233,16 +304,8 @@ class BuildPool:
 
 def _prebuild_main(path: str) -> int:
     """Subprocess entry: execute the candidate file so its load_inline calls build."""
-    import torch.utils.cpp_extension as ext
-    built = []
-    real = ext.load_inline
-
-    def load_inline(*args, **kwargs):
-        module = real(*args, **kwargs)
-        built.append(kwargs.get("name", args[0] if args else "?"))
-        return module
-
-    ext.load_inline = load_inline
+    install_build_hook()
+    built = _hook_state["dirs"]
     src = Path(path).read_text()
     params = json.loads((Path(path).parent / "params.json").read_text())
     glb = {"__name__": "foundry_prebuild", "__file__": path, "PARAMS": params}

@@ -96,19 +96,23 @@ def test_real_load_inline_build_is_cached_per_candidate():
     try:
         first = pool.submit(source=CPU_EXT).result()
         assert first.ok, first.log
-        assert any(p.suffix == ".so" for p in
-                   __import__("pathlib").Path(first.directory).rglob("*.so"))
+        ext_root = cuda_inline.cache_dir("cuda_inline") / "ext"
+        built = [p for p in ext_root.rglob("*.so")]
+        assert len(built) == 1, built
+        assert (built[0].parent / cuda_inline.BUILT_MARK).exists()
         again = cuda_inline.build_now(source=CPU_EXT)
         assert again.cached and again.ok
     finally:
         pool.close()
-    # an executing worker: same dir, only loads (no rebuild)
+    # an executing worker (even of a file that differs elsewhere): same build, only loads
+    other = CPU_EXT + "\n# a different candidate file, the same extension\n"
     code = ("import os, time, sys; from foundry.kernels import cuda_inline as ci\n"
-            f"d = ci.prepare_worker_env(source={CPU_EXT!r})\n"
-            "t = time.perf_counter(); g = {}; exec(" + repr(CPU_EXT) + ", g)\n"
+            f"d = ci.prepare_worker_env(source={other!r})\n"
+            "t = time.perf_counter(); g = {}; exec(" + repr(other) + ", g)\n"
             "import torch; assert g['ext'].twice(torch.ones(3)).tolist() == [2.0, 2.0, 2.0]\n"
             "print(time.perf_counter() - t)\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, env=dict(os.environ))
     assert res.returncode == 0, res.stderr[-2000:]
     assert float(res.stdout.strip().splitlines()[-1]) < 5.0
+    assert len(list(ext_root.rglob("*.so"))) == 1  # nothing was rebuilt

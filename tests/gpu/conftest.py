@@ -1,0 +1,43 @@
+"""GPU tests: one evaluator (one warm worker) per module, on the ReLU task at small size."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+RELU_TASK = ROOT / "benchmarks" / "suite" / "level1" / "08_ReLU.py"
+
+
+def gpu_eval_config(**overrides):
+    from foundry.evaluate.config import EvalConfig
+    base = dict(device="cuda", trials=3, timeout_s=90.0, compile_baseline=False,
+                timing_min_ms=50.0, timing_min_calls=10, warmup_ms=10.0)
+    base.update(overrides)
+    return EvalConfig.from_config(base)
+
+
+@pytest.fixture(scope="module")
+def judge():
+    """judge(source, backend, task_path=RELU_TASK, profile="small") -> EvalResult"""
+    from foundry.evaluate.evaluator import Evaluator
+    from foundry.tasks.loader import load_task
+    from foundry.types import Candidate
+
+    ev = Evaluator(config=gpu_eval_config())
+    tasks = {}
+
+    def run(source: str, backend: str = "cuda", *, task_path=RELU_TASK, profile="small"):
+        key = (str(task_path), profile)
+        if key not in tasks:
+            tasks[key] = load_task(task_path, profile=profile)
+        task = tasks[key]
+        cand = Candidate.make(task_id=task.task_id, source=source, backend=backend)
+        return ev.evaluate(task=task, candidate=cand)
+
+    yield run
+    ev.close()
