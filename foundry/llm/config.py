@@ -118,6 +118,24 @@ class BudgetConfig:
         )
 
 
+    def share(self, parts: int) -> "BudgetConfig":
+        """This budget split evenly over `parts` independent clients (e.g. one per island
+        process), so that together they never exceed it; the wall-time limit is shared
+        as is. Calls and tokens round down (a part may get none)."""
+        if parts < 1:
+            raise LLMConfigError(f"cannot share an LLM budget over {parts} parts")
+
+        def split(v, integer):
+            if v is None:
+                return None
+            return int(v) // parts if integer else v / parts
+        return BudgetConfig(max_calls=split(self.max_calls, True),
+                            max_tokens=split(self.max_tokens, True),
+                            max_cost_usd=split(self.max_cost_usd, False),
+                            max_wall_s=self.max_wall_s,
+                            max_concurrency=max(1, self.max_concurrency // parts))
+
+
 @dataclass(frozen=True)
 class LLMConfig:
     """The `llm` config group. `provider: none` means no LLM client is made."""

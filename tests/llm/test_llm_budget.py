@@ -106,3 +106,14 @@ def test_budget_unit_counts_and_names():
     with pytest.raises(BudgetExhausted) as exc:
         b.check()
     assert exc.value.budget == "max_wall_s" and b.exhausted_by == "max_wall_s"
+
+
+def test_budget_shared_over_processes_never_exceeds_the_whole():
+    whole = BudgetConfig(max_calls=10, max_tokens=1001, max_cost_usd=3.0, max_wall_s=60,
+                         max_concurrency=32)
+    part = whole.share(3)
+    assert part.max_calls * 3 <= 10 and part.max_tokens * 3 <= 1001
+    assert part.max_cost_usd * 3 == pytest.approx(3.0) and part.max_wall_s == 60
+    assert part.max_concurrency == 10
+    assert BudgetConfig(max_calls=2).share(4).max_calls == 0  # exact, never over
+    assert BudgetConfig().share(4).max_calls is None
