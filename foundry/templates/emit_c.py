@@ -217,8 +217,10 @@ def _softmax_paths(region: Region) -> list:
 
 def _norm_paths(region: Region) -> list:
     row = region.row
+    if row.kind == "group":
+        return _group_norm_paths(region)
     pre, v = _pre_at(region, "base + l")
-    widx = {"layer": "l", "rms": "l", "group": f"(o % {row.groups}) * Cg + l / HW"}.get(row.kind, "o % C")
+    widx = {"layer": "l", "rms": "l"}.get(row.kind, "o % C")
     scale = f" * w[{widx}]" if row.weight else ""
     shift = f" + bb[{widx}]" if row.bias else ""
     red = lambda r: f"#pragma omp simd reduction({r})"  # noqa: E731
@@ -233,6 +235,37 @@ def _norm_paths(region: Region) -> list:
         body += [f"const float rstd = 1.f / sqrtf(sv / (float)L + {row.eps!r}f);"]
     body += _loop("l", "L", pre + [f"const float e = ({v} - mean) * rstd{scale}{shift};"]
                   + _post_write(region, "f", "e"), "#pragma omp simd")
+    return [(None, "outer", body)]
+
+
+def _group_norm_paths(region: Region) -> list:
+    """GroupNorm: row o = (n, g) over Cg channels x HW positions, walked as a nested
+    (channel, position) loop so per-channel operands and affine weights are hoisted."""
+    row = region.row
+    by_channel = region.pre.split == 2
+    if by_channel:
+        hoisted, body_pre, v = phase_code(region.pre, "p", "rj")
+        pre_h = ["const int64_t r = o * Cg + cc, rK = r * HW;", *hoisted]
+        pre_i = ["const int64_t j = h, f = rK + j;", "(void)f;", *body_pre]
+    else:
+        hoisted, body_pre, v = phase_code(region.pre, "p", "f")
+        pre_h = ["const int64_t rK = base + cc * HW;", *hoisted]
+        pre_i = ["const int64_t f = rK + h;", *body_pre]
+    red = lambda r: f"#pragma omp simd reduction({r})"  # noqa: E731
+
+    def nest(inner, pragma, head=()):
+        return ["for (int64_t cc = 0; cc < Cg; cc++) {", *["    " + x for x in pre_h + list(head)],
+                *["    " + x for x in _loop("h", "HW", pre_i + inner, pragma)], "}"]
+
+    ws = [f"const float ws = w[(o % {row.groups}) * Cg + cc];" if row.weight else "const float ws = 1.f;",
+          f"const float bs = bb[(o % {row.groups}) * Cg + cc];" if row.bias else "const float bs = 0.f;"]
+    body = ["const int64_t o = t;", "const int64_t base = o * L;", "(void)base;", "float sm = 0.f;"]
+    body += nest([f"sm += {v};"], red("+:sm"))
+    body += ["const float mean = sm / (float)L;", "float sv = 0.f;"]
+    body += nest([f"const float d = {v} - mean;", "sv += d * d;"], red("+:sv"))
+    body += [f"const float rstd = 1.f / sqrtf(sv / (float)L + {row.eps!r}f);"]
+    body += nest(["const float e = (" + v + " - mean) * rstd * ws + bs;"] + _post_write(region, "f", "e"),
+                 "#pragma omp simd", ws)
     return [(None, "outer", body)]
 
 

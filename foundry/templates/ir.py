@@ -160,6 +160,7 @@ class Description:
     prologues: tuple = ()  # of Prologue
     linear_epilogue: str | None = None
     linear_region: int | None = None
+    linear_forward: str | None = None  # forward calling `self._mm(x, ...)` (matmul template)
 
     @property
     def families(self) -> tuple:

@@ -317,9 +317,9 @@ def describe(model: nn.Module, inputs) -> Description:
         built.append(_build_region(f"_k{k}", g, extra, modules))
     src = _rewrite(gm, [g for _, g in regions], built)
     prologues = tuple(_prologues(gm, modules))
-    lin, lin_region = _linear_epilogue(gm, modules, [g for _, g in regions], built)
+    lin, lin_region, lin_fwd = _linear_epilogue(gm, modules, [g for _, g in regions], built)
     return Description(regions=tuple(built), forward_src=src, prologues=prologues,
-                       linear_epilogue=lin, linear_region=lin_region)
+                       linear_epilogue=lin, linear_region=lin_region, linear_forward=lin_fwd)
 
 
 def _build_region(name, g, extra, modules) -> Region:
@@ -426,16 +426,31 @@ def _prologues(gm, modules):
 
 
 def _linear_epilogue(gm, modules, groups, built):
+    none = (None, None, None)
     nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     if len(nodes) != 2 or nodes[0].op != "call_module" or not isinstance(modules.get(nodes[0].target), nn.Linear):
-        return None, None
+        return none
     k = nodes[1]
     if k.op != "call_module" or not k.target.startswith("_k"):
-        return None, None
+        return none
     idx = int(k.target[2:])
     region = built[idx]
     if region.row is not None or k.args[region.anchor] is not nodes[0]:
-        return None, None
-    if len(_shape(nodes[0])) != 2 or nodes[0].args[0].op != "placeholder":
-        return None, None
-    return nodes[0].target, idx
+        return none
+    x = nodes[0].args[0]
+    if len(_shape(nodes[0])) != 2 or not isinstance(x, fx.Node) or x.op != "placeholder":
+        return none
+    exprs = []
+    for i, a in enumerate(k.args):
+        if i == region.anchor:
+            continue
+        if a.op == "get_attr":
+            exprs.append(f"self.{a.target}")
+        elif a.op == "placeholder":
+            exprs.append(a.name)
+        else:
+            return none
+    places = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+    fwd = (f"def forward(self, {', '.join(places)}):\n"
+           f"    return self._mm({', '.join([x.name] + exprs)})\n")
+    return nodes[0].target, idx, fwd

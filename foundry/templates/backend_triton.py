@@ -1,0 +1,56 @@
+"""Emit a `triton` backend candidate from a Description (template "fused": torch keeps
+matmul/convolution, each region is Triton; template "matmul": a Triton matmul whose
+epilogue is the region after an nn.Linear)."""
+
+from __future__ import annotations
+
+from foundry.templates.candidate import assemble, launcher_class
+from foundry.templates.emit_triton import TUNABLE_TRITON, emit_region_triton
+from foundry.templates.ir import Description
+from foundry.templates.matmul_triton import TUNABLE_MATMUL, emit_matmul
+
+HEADER = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import triton
+import triton.language as tl'''
+
+VARIANTS = ("fused", "matmul")
+
+
+def tunable_for(desc: Description, variant: str = "fused") -> dict:
+    if variant == "matmul":
+        return {k: list(v) for k, v in TUNABLE_MATMUL.items()}
+    tun = {"BLOCK": list(TUNABLE_TRITON["BLOCK"]), "num_warps": list(TUNABLE_TRITON["num_warps"])}
+    if any(r.row is not None and r.row.family in ("softmax", "norm") for r in desc.regions):
+        tun["SPLIT"] = list(TUNABLE_TRITON["SPLIT"])
+    else:
+        tun["SPLIT"] = [1]
+    return tun
+
+
+def variants_for(desc: Description) -> tuple:
+    return VARIANTS if desc.linear_epilogue is not None else ("fused",)
+
+
+def emit_triton_candidate(*, desc: Description, task_source: str, params: dict | None = None,
+                          tunable: dict | None = None, variant: str = "fused") -> str:
+    if variant not in variants_for(desc):
+        raise ValueError(f"template {variant!r} does not apply (choose from {', '.join(variants_for(desc))})")
+    tun = tunable or tunable_for(desc, variant)
+    defaults = {k: v[0] for k, v in tun.items()}
+    defaults.update(params or {})
+    if variant == "matmul":
+        return emit_matmul(desc=desc, task_source=task_source, tunable=tun, params=defaults,
+                           header=HEADER)
+    sources, launchers = [], []
+    for r in desc.regions:
+        src, launch = emit_region_triton(r)
+        sources.append(src)
+        launchers.append(launcher_class(r, launch))
+    init = [f"self.{r.name} = _{r.name.lstrip('_').upper()}(None, params)" for r in desc.regions]
+    note = (f"Template candidate (triton backend): fused regions [{', '.join(desc.families)}] run as "
+            "Triton kernels; torch keeps the rest.")
+    return assemble(desc=desc, task_source=task_source, backend="triton", header=HEADER,
+                    kernel_defs="\n\n".join(sources), launchers=launchers, init_lines=init,
+                    tunable=tun, params=defaults, note=note)

@@ -1,0 +1,315 @@
+"""The `triton` backend emitter: a Region -> @triton.jit kernels and their launch lines.
+
+Families: pointwise (flat 1-D grid of BLOCK-sized tiles), row reductions (one program
+per row with BLOCK-wide accumulators when rows are contiguous; one program per BLOCK
+columns, walking the reduced dim, when they are not, so loads stay coalesced), softmax
+and norms (split-row: a stats kernel per (row, chunk) and an apply kernel that merges
+the chunk statistics, so few long rows still fill the GPU), scans (chunked tl.cumsum
+with a carry).
+"""
+
+from __future__ import annotations
+
+from foundry.templates.ir import Phase, Region
+from foundry.templates.launch import phase_ints
+from foundry.templates.triton_ops import TRITON_REDUCE, triton_pointwise
+
+TUNABLE_TRITON = {"BLOCK": [1024, 256, 512, 2048, 4096], "num_warps": [4, 2, 8], "SPLIT": [1, 8, 32, 128]}
+
+
+def _load(phase: Phase, k: int, tag: str, ctx: str, mask: str) -> str:
+    o = phase.operands[k]
+    p, K, M = f"{tag}{k}", f"K{tag}", f"M{tag}{k}"
+    fv = "f" if tag == "p" else "g"
+    cast = "" if o.dtype == "float32" else ".to(tl.float32)"
+    lay = o.layout
+    if phase.split == 0 and lay == "col":
+        lay = "full"
+    if lay == "scalar":
+        return f"tl.load({p}){cast}"
+    if ctx == "rj":
+        idx = {"full": f"r * {K} + j", "col": "j", "row": f"r % {M}", "rowcol": f"(r % {M}) * {K} + j"}[lay]
+        if lay == "row":
+            return f"tl.load({p} + {idx}){cast}"
+    else:
+        idx = {"full": fv, "col": f"{fv} % {K}", "row": f"({fv} // {K}) % {M}",
+               "rowcol": f"(({fv} // {K}) % {M}) * {K} + {fv} % {K}"}[lay]
+    if mask:
+        return f"tl.load({p} + {idx}, mask={mask}, other=0){cast}"
+    return f"tl.load({p} + {idx}){cast}"
+
+
+def phase_code(phase: Phase, tag: str, ctx: str, mask: str, row_expr: str = "") -> tuple[list, str]:
+    """(lines, result expression) of a phase in Triton."""
+    lines, loads = [], {}
+
+    def arg(ref):
+        if ref.kind == "val":
+            return f"v{tag}{ref.index}"
+        if ref.kind == "row":
+            return row_expr
+        if ref.kind == "const":
+            return repr(float(ref.value))
+        if ref.index not in loads:
+            name = f"x{tag}{ref.index}"
+            lines.append(f"{name} = {_load(phase, ref.index, tag, ctx, mask)}")
+            loads[ref.index] = name
+        return loads[ref.index]
+
+    for i, ins in enumerate(phase.body):
+        expr = triton_pointwise(ins, [arg(r) for r in ins.args])
+        lines.append(f"v{tag}{i} = {expr}")
+    return lines, arg(phase.result)
+
+
+def _params(region: Region) -> list:
+    names = [f"p{k}" for k in range(len(region.pre.operands))]
+    if region.post is not None:
+        names += [f"q{k}" for k in range(len(region.post.operands))]
+    if region.row is not None:
+        names += [n for n, present in (("w", region.row.weight), ("bb", region.row.bias)) if present]
+    return names + ["out"] + phase_ints(region)
+
+
+def _kernel(name: str, region: Region, body: list, extra: tuple = ()) -> str:
+    params = ", ".join(_params(region) + list(extra) + ["BLOCK: tl.constexpr"])
+    text = "\n".join("    " + ln for ln in body)
+    return f"@triton.jit\ndef {name}({params}):\n{text}\n"
+
+
+def _store(region: Region, g: str, value: str, mask: str) -> list:
+    if region.post is None:
+        res = value
+        lines = []
+    else:
+        lines, res = phase_code(region.post, "q", "f", mask, row_expr="rv")
+        lines = [f"rv = {value}", f"g = {g}"] + lines
+        g = "g"
+    m = f", mask={mask}" if mask else ""
+    return lines + [f"tl.store(out + {g}, {res}{m})"]
+
+
+def _pre(region: Region, f: str, mask: str, ctx: str = "f") -> tuple[list, str]:
+    lines, v = phase_code(region.pre, "p", ctx, mask)
+    head = [f"f = {f}"] if ctx == "f" else []
+    return head + lines, v
+
+
+def _loop(var: str, start: str, stop: str, step: str, body: list) -> list:
+    return [f"for {var} in range({start}, {stop}, {step}):", *["    " + x for x in body]]
+
+
+def emit_region_triton(region: Region) -> tuple[str, list]:
+    """(kernel source, launch lines) for one region. Launch lines may use the size names,
+    `args` (the kernel's pointer arguments as a list) and `self.params`."""
+    if region.row is None:
+        return _pointwise(region)
+    fam = region.row.family
+    make = {"reduce": _reduce, "softmax": _softmax, "norm": _norm, "scan": _scan}.get(fam)
+    if make is None:
+        raise ValueError(f"no Triton template for row family {fam!r}")
+    return make(region)
+
+
+def _call(kernel: str, region: Region, grid: str, extra: str = "") -> str:
+    ints = ", ".join(phase_ints(region))
+    ptrs = ", ".join(f"a{i}" for i in range(len(region.inputs))) + ", out"
+    ex = f", {extra}" if extra else ""
+    return (f"{kernel}[({grid},)]({ptrs}, {ints}{ex}, BLOCK=B, "
+            f"num_warps=self.params['num_warps'])")
+
+
+def _pointwise(region: Region):
+    name = f"{region.name}_pointwise"
+    lines, v = phase_code(region.pre, "p", "rj", "m")
+    body = ["pid = tl.program_id(0)", "nb = tl.cdiv(Kp, BLOCK)", "r = (pid // nb).to(tl.int64)",
+            "j = (pid % nb) * BLOCK + tl.arange(0, BLOCK)", "m = j < Kp", *lines,
+            f"tl.store(out + r * Kp + j, {v}, mask=m)"]
+    launch = ["B = int(self.params['BLOCK'])", _call(name, region, "Rp * triton.cdiv(Kp, B)")]
+    return _kernel(name, region, body), launch
+
+
+def _reduce(region: Region):
+    kind = region.row.kind
+    rname, cname = f"{region.name}_rows", f"{region.name}_cols"
+    # contiguous rows: one program per row
+    pre, v = _pre(region, "base + l", "msk")
+    loop_head = ["l = l0 + tl.arange(0, BLOCK)", "msk = l < L"]
+    if kind in TRITON_REDUCE:
+        init, comb, red, fin = TRITON_REDUCE[kind]
+        rbody = ["o = tl.program_id(0).to(tl.int64)", "base = o * L",
+                 f"acc = tl.full([BLOCK], {init}, tl.float32)"]
+        rbody += _loop("l0", "0", "L", "BLOCK", loop_head + pre +
+                       [f"acc = tl.where(msk, {comb.format(a='acc', v=v)}, acc)"])
+        rbody += [f"res = {fin.format(a=red + '(acc, axis=0)')}"]
+    elif kind == "logsumexp":
+        rbody = ["o = tl.program_id(0).to(tl.int64)", "base = o * L",
+                 "mx = tl.full([BLOCK], float('-inf'), tl.float32)"]
+        rbody += _loop("l0", "0", "L", "BLOCK", loop_head + pre + [f"mx = tl.where(msk, tl.maximum(mx, {v}), mx)"])
+        rbody += ["mm = tl.max(mx, axis=0)", "acc = tl.zeros([BLOCK], tl.float32)"]
+        rbody += _loop("l0", "0", "L", "BLOCK", loop_head + pre + [f"acc += tl.where(msk, tl.exp({v} - mm), 0.0)"])
+        rbody += ["res = mm + tl.log(tl.sum(acc, axis=0))"]
+    elif kind in ("argmax", "argmin"):
+        better = ">" if kind == "argmax" else "<"
+        pad = "float('-inf')" if kind == "argmax" else "float('inf')"
+        pick = "tl.argmax" if kind == "argmax" else "tl.argmin"
+        rbody = ["o = tl.program_id(0).to(tl.int64)", "base = o * L", f"best = {pad}", "bi = 0"]
+        rbody += _loop("l0", "0", "L", "BLOCK", loop_head + pre + [
+            f"vv = tl.where(msk, {v}, {pad})", f"k = {pick}(vv, axis=0)",
+            "bv = tl.max(tl.where(tl.arange(0, BLOCK) == k, vv, float('-inf')), axis=0)" if kind == "argmax"
+            else "bv = tl.min(tl.where(tl.arange(0, BLOCK) == k, vv, float('inf')), axis=0)",
+            f"take = (l0 == 0) | (bv {better} best)",
+            "bi = tl.where(take, l0 + k, bi)", "best = tl.where(take, bv, best)"])
+        rbody += ["res = bi.to(tl.int64)"]
+    else:
+        raise ValueError(f"no Triton template for reduction {kind!r}")
+    rbody += _store(region, "o", "res", "")
+    src = _kernel(rname, region, rbody)
+    # strided rows: one program per BLOCK columns, walking the reduced dim
+    pre_c, vc = _pre(region, "o * L * inner + l * inner + c", "msk")
+    cbody = ["pid = tl.program_id(0)", "nb = tl.cdiv(inner, BLOCK)", "o = (pid // nb).to(tl.int64)",
+             "c = (pid % nb) * BLOCK + tl.arange(0, BLOCK)", "msk = c < inner"]
+    if kind in TRITON_REDUCE:
+        init, comb, _, fin = TRITON_REDUCE[kind]
+        cbody += [f"acc = tl.full([BLOCK], {init}, tl.float32)"]
+        cbody += _loop("l", "0", "L", "1", pre_c + [f"acc = {comb.format(a='acc', v=vc)}"])
+        cbody += [f"res = {fin.format(a='acc')}"]
+    elif kind == "logsumexp":
+        cbody += ["mx = tl.full([BLOCK], float('-inf'), tl.float32)"]
+        cbody += _loop("l", "0", "L", "1", pre_c + [f"mx = tl.maximum(mx, {vc})"])
+        cbody += ["acc = tl.zeros([BLOCK], tl.float32)"]
+        cbody += _loop("l", "0", "L", "1", pre_c + [f"acc += tl.exp({vc} - mx)"])
+        cbody += ["res = mx + tl.log(acc)"]
+    else:
+        better = ">" if kind == "argmax" else "<"
+        cbody += ["best = tl.zeros([BLOCK], tl.float32)", "bi = tl.zeros([BLOCK], tl.int64)"]
+        cbody += _loop("l", "0", "L", "1", pre_c + [f"take = (l == 0) | ({vc} {better} best)",
+                                                  f"best = tl.where(take, {vc}, best)", "bi = tl.where(take, l, bi)"])
+        cbody += ["res = bi"]
+    cbody += _store(region, "o * inner + c", "res", "msk")
+    src += "\n\n" + _kernel(cname, region, cbody)
+    launch = ["B = int(self.params['BLOCK'])", "if inner == 1:",
+              "    " + _call(rname, region, "outer"), "else:",
+              "    " + _call(cname, region, "outer * triton.cdiv(inner, B)")]
+    return src, launch
+
+
+_CHUNK = ["o = (pid // SPLIT).to(tl.int64)", "s = pid % SPLIT", "base = o * L",
+          "chunk = tl.cdiv(tl.cdiv(L, SPLIT), BLOCK) * BLOCK", "start = s * chunk",
+          "stop = tl.minimum(start + chunk, L)"]
+
+
+def _softmax(region: Region):
+    log = region.row.kind == "log_softmax"
+    st, ap, cn = f"{region.name}_stats", f"{region.name}_apply", f"{region.name}_cols"
+    pre, v = _pre(region, "base + l", "msk")
+    head = ["l = l0 + tl.arange(0, BLOCK)", "msk = l < stop"]
+    sbody = ["pid = tl.program_id(0)", *_CHUNK, "m = tl.full([BLOCK], float('-inf'), tl.float32)",
+             "acc = tl.zeros([BLOCK], tl.float32)"]
+    sbody += _loop("l0", "start", "stop", "BLOCK", head + pre + [
+        f"vv = tl.where(msk, {v}, float('-inf'))", "mn = tl.maximum(m, vv)",
+        "safe = tl.where(mn == float('-inf'), 0.0, mn)",
+        "acc = acc * tl.exp(m - safe) + tl.exp(vv - safe)", "m = mn"])
+    sbody += ["mm = tl.max(m, axis=0)", "safe = tl.where(mm == float('-inf'), 0.0, mm)",
+              "ss = tl.sum(acc * tl.exp(m - safe), axis=0)",
+              "tl.store(part + pid * 2, mm)", "tl.store(part + pid * 2 + 1, ss)"]
+    abody = ["pid = tl.program_id(0)", *_CHUNK, "k = tl.arange(0, SPLIT_P2)", "km = k < SPLIT",
+             "pm = tl.load(part + (o * SPLIT + k) * 2, mask=km, other=float('-inf'))",
+             "ps = tl.load(part + (o * SPLIT + k) * 2 + 1, mask=km, other=0.0)",
+             "mm = tl.max(pm, axis=0)", "tot = tl.sum(ps * tl.exp(pm - mm), axis=0)",
+             "ls = tl.log(tot)", "inv = 1.0 / tot"]
+    write = f"{v} - mm - ls" if log else f"tl.exp({v} - mm) * inv"
+    abody += _loop("l0", "start", "stop", "BLOCK", head + pre + _store(region, "f", write, "msk"))
+    extra = ("part", "SPLIT", "SPLIT_P2: tl.constexpr")
+    src = _kernel(st, region, sbody, extra) + "\n\n" + _kernel(ap, region, abody, extra)
+    # softmax over a non-last dim: one program per BLOCK columns
+    pre_c, vc = _pre(region, "o * L * inner + l * inner + c", "msk")
+    cbody = ["pid = tl.program_id(0)", "nb = tl.cdiv(inner, BLOCK)", "o = (pid // nb).to(tl.int64)",
+             "c = (pid % nb) * BLOCK + tl.arange(0, BLOCK)", "msk = c < inner",
+             "mm = tl.full([BLOCK], float('-inf'), tl.float32)"]
+    cbody += _loop("l", "0", "L", "1", pre_c + [f"mm = tl.maximum(mm, {vc})"])
+    cbody += ["tot = tl.zeros([BLOCK], tl.float32)"]
+    cbody += _loop("l", "0", "L", "1", pre_c + [f"tot += tl.exp({vc} - mm)"])
+    cbody += ["ls = tl.log(tot)", "inv = 1.0 / tot"]
+    writec = f"{vc} - mm - ls" if log else f"tl.exp({vc} - mm) * inv"
+    cbody += _loop("l", "0", "L", "1", pre_c + _store(region, "f", writec, "msk"))
+    src += "\n\n" + _kernel(cn, region, cbody)
+    launch = ["B = int(self.params['BLOCK'])", "if inner == 1:",
+              "    SP = max(1, min(int(self.params['SPLIT']), triton.cdiv(L, B)))",
+              "    part = torch.empty(outer * SP * 2, dtype=torch.float32, device=out.device)",
+              "    " + _call(st, region, "outer * SP", "part, SP, SPLIT_P2=triton.next_power_of_2(SP)"),
+              "    " + _call(ap, region, "outer * SP", "part, SP, SPLIT_P2=triton.next_power_of_2(SP)"),
+              "else:", "    " + _call(cn, region, "outer * triton.cdiv(inner, B)")]
+    return src, launch
+
+
+def _norm(region: Region):
+    row = region.row
+    st, ap = f"{region.name}_stats", f"{region.name}_apply"
+    pre, v = _pre(region, "base + l", "msk")
+    head = ["l = l0 + tl.arange(0, BLOCK)", "msk = l < stop"]
+    sbody = ["pid = tl.program_id(0)", *_CHUNK, "n = tl.maximum(stop - start, 0).to(tl.float32)",
+             "acc = tl.zeros([BLOCK], tl.float32)"]
+    if row.kind == "rms":
+        sbody += _loop("l0", "start", "stop", "BLOCK", head + pre + [f"acc += tl.where(msk, {v} * {v}, 0.0)"])
+        sbody += ["tl.store(part + pid * 3, n)", "tl.store(part + pid * 3 + 1, 0.0)",
+                  "tl.store(part + pid * 3 + 2, tl.sum(acc, axis=0))"]
+    else:
+        sbody += _loop("l0", "start", "stop", "BLOCK", head + pre + [f"acc += tl.where(msk, {v}, 0.0)"])
+        sbody += ["mc = tl.sum(acc, axis=0) / tl.maximum(n, 1.0)", "acc = tl.zeros([BLOCK], tl.float32)"]
+        sbody += _loop("l0", "start", "stop", "BLOCK", head + pre + [f"d = tl.where(msk, {v} - mc, 0.0)",
+                                                                     "acc += d * d"])
+        sbody += ["tl.store(part + pid * 3, n)", "tl.store(part + pid * 3 + 1, mc)",
+                  "tl.store(part + pid * 3 + 2, tl.sum(acc, axis=0))"]
+    abody = ["pid = tl.program_id(0)", *_CHUNK, "k = tl.arange(0, SPLIT_P2)", "km = k < SPLIT",
+             "pn = tl.load(part + (o * SPLIT + k) * 3, mask=km, other=0.0)",
+             "pmean = tl.load(part + (o * SPLIT + k) * 3 + 1, mask=km, other=0.0)",
+             "pm2 = tl.load(part + (o * SPLIT + k) * 3 + 2, mask=km, other=0.0)",
+             "ntot = tl.sum(pn, axis=0)"]
+    if row.kind == "rms":
+        abody += ["mean = 0.0", f"rstd = 1.0 / tl.sqrt(tl.sum(pm2, axis=0) / ntot + {row.eps!r})"]
+    else:
+        abody += ["mean = tl.sum(pn * pmean, axis=0) / ntot", "dm = pmean - mean",
+                  "m2 = tl.sum(pm2, axis=0) + tl.sum(pn * dm * dm, axis=0)",
+                  f"rstd = 1.0 / tl.sqrt(m2 / ntot + {row.eps!r})"]
+    widx = {"layer": "l", "rms": "l", "group": f"(o % {row.groups}) * Cg + l // HW"}.get(row.kind, "o % C + l * 0")
+    scale = f" * tl.load(w + {widx}, mask=msk, other=0.0)" if row.weight else ""
+    shift = f" + tl.load(bb + {widx}, mask=msk, other=0.0)" if row.bias else ""
+    abody += _loop("l0", "start", "stop", "BLOCK", head + pre + _store(
+        region, "f", f"({v} - mean) * rstd{scale}{shift}", "msk"))
+    extra = ("part", "SPLIT", "SPLIT_P2: tl.constexpr")
+    src = _kernel(st, region, sbody, extra) + "\n\n" + _kernel(ap, region, abody, extra)
+    launch = ["B = int(self.params['BLOCK'])",
+              "SP = max(1, min(int(self.params['SPLIT']), triton.cdiv(L, B)))",
+              "part = torch.empty(outer * SP * 3, dtype=torch.float32, device=out.device)",
+              _call(st, region, "outer * SP", "part, SP, SPLIT_P2=triton.next_power_of_2(SP)"),
+              _call(ap, region, "outer * SP", "part, SP, SPLIT_P2=triton.next_power_of_2(SP)")]
+    return src, launch
+
+
+def _scan(region: Region):
+    row = region.row
+    prod = row.kind == "cumprod"
+    rn, cn = f"{region.name}_rows", f"{region.name}_cols"
+    lexpr = "(L - 1 - l)" if row.reverse else "l"
+    pre, v = _pre(region, f"base + {lexpr}", "msk")
+    fill = "1.0" if prod else "0.0"
+    scan = "tl.cumprod" if prod else "tl.cumsum"
+    rbody = ["o = tl.program_id(0).to(tl.int64)", "base = o * L", f"carry = {fill}"]
+    step = ["l = l0 + tl.arange(0, BLOCK)", "msk = l < L", *pre, f"x = tl.where(msk, {v}, {fill})",
+            f"inc = {scan}(x, axis=0) {'*' if prod else '+'} carry",
+            "e = inc - x" if row.exclusive else "e = inc",
+            *_store(region, "f", "e", "msk"),
+            "carry = tl.sum(tl.where(tl.arange(0, BLOCK) == BLOCK - 1, inc, 0.0), axis=0)"]
+    rbody += _loop("l0", "0", "L", "BLOCK", step)
+    pre_c, vc = _pre(region, f"o * L * inner + {lexpr} * inner + c", "msk")
+    cbody = ["pid = tl.program_id(0)", "nb = tl.cdiv(inner, BLOCK)", "o = (pid // nb).to(tl.int64)",
+             "c = (pid % nb) * BLOCK + tl.arange(0, BLOCK)", "msk = c < inner",
+             f"acc = tl.full([BLOCK], {fill}, tl.float32)"]
+    upd = ([f"x = {vc}", "e = acc", f"acc = acc + x"] if row.exclusive else
+           [f"x = {vc}", f"acc = acc {'*' if prod else '+'} x", "e = acc"])
+    cbody += _loop("l", "0", "L", "1", pre_c + upd + _store(region, "f", "e", "msk"))
+    src = _kernel(rn, region, rbody) + "\n\n" + _kernel(cn, region, cbody)
+    launch = ["B = int(self.params['BLOCK'])", "if inner == 1:", "    " + _call(rn, region, "outer"),
+              "else:", "    " + _call(cn, region, "outer * triton.cdiv(inner, B)")]
+    return src, launch

@@ -1,0 +1,87 @@
+"""Template "matmul": y = epilogue(x @ W^T + b) for an nn.Linear followed by a pointwise
+region, as one tiled Triton matmul (fp32 inputs, IEEE fp32 dot: no TF32) whose epilogue
+is the region's chain applied to the accumulator before the single store."""
+
+from __future__ import annotations
+
+from foundry.templates.candidate import assemble
+from foundry.templates.emit_triton import phase_code
+from foundry.templates.ir import Description
+
+TUNABLE_MATMUL = {"BLOCK_M": [64, 32, 128], "BLOCK_N": [64, 32, 128], "BLOCK_K": [32, 16, 64],
+                  "GROUP_M": [8, 1], "num_warps": [4, 8, 2], "num_stages": [3, 2, 4]}
+
+
+def emit_matmul(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:
+    region = desc.regions[desc.linear_region]
+    pre = region.pre
+    others = [k for k in range(len(pre.operands)) if k != region.anchor]
+    lines, v = phase_code(pre, "p", "f", "msk")
+    # the anchor (the Linear's output) is the accumulator itself
+    lines = [ln for ln in lines if not ln.startswith(f"xp{region.anchor} = ")]
+    body = "\n".join("    " + ln.replace(f"xp{region.anchor}", "acc") for ln in lines)
+    if v == f"xp{region.anchor}":
+        v = "acc"
+    ptrs = "".join(f", p{k}" for k in others)
+    ints = "".join(f", Mp{k}" for k in others if pre.operands[k].layout in ("row", "rowcol"))
+    kernel = f'''@triton.jit
+def _mm_epilogue(x, wt, bias, out{ptrs}, M, N, K{ints}, HAS_BIAS: tl.constexpr,
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * num_n
+    first_m = (pid // group) * GROUP_M
+    size_m = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group) % size_m
+    pid_n = (pid % group) // size_m
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + rk
+        a = tl.load(x + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(wt + rn[None, :] * K + kk[:, None], mask=(rn[None, :] < N) & (kk[:, None] < K), other=0.0)
+        acc += tl.dot(a, b, input_precision="ieee")
+    if HAS_BIAS:
+        acc += tl.load(bias + rn, mask=rn < N, other=0.0)[None, :]
+    msk = (rm[:, None] < M) & (rn[None, :] < N)
+    r = rm[:, None]
+    j = rn[None, :]
+    f = r * N + j
+    Kp = N
+{body}
+    tl.store(out + f, {v}, mask=msk)
+'''
+    mm_args = "".join(f", a{k}" for k in others)
+    int_lines = "".join(f"\n        Mp{k} = M" for k in others if pre.operands[k].layout in ("row", "rowcol"))
+    int_args = "".join(f", Mp{k}" for k in others if pre.operands[k].layout in ("row", "rowcol"))
+    launcher = f'''class _MM:
+    def __init__(self, linear, params):
+        self.linear = linear
+        self.params = params
+
+    def __call__(self, x{mm_args}):
+        x = x.contiguous()
+        w = self.linear.weight.contiguous()
+        b = self.linear.bias
+        M, K = x.shape
+        N = w.shape[0]{int_lines}
+        out = torch.empty((M, N), dtype=torch.float32, device=x.device)
+        p = self.params
+        grid = (triton.cdiv(M, p["BLOCK_M"]) * triton.cdiv(N, p["BLOCK_N"]),)
+        _mm_epilogue[grid](x, w, b if b is not None else w, out{"".join(f", a{k}.contiguous()" for k in others)}, M, N, K{int_args},
+                           HAS_BIAS=b is not None, BLOCK_M=p["BLOCK_M"], BLOCK_N=p["BLOCK_N"],
+                           BLOCK_K=p["BLOCK_K"], GROUP_M=p["GROUP_M"], num_warps=p["num_warps"],
+                           num_stages=p["num_stages"])
+        return out
+'''
+    # forward: the Linear and the region become one call
+    fwd_desc = type(desc)(regions=desc.regions, forward_src=desc.linear_forward,
+                          prologues=desc.prologues)
+    init = [f"self._mm = _MM(self.{desc.linear_epilogue}, params)"]
+    note = "Template candidate (triton backend): Triton matmul with the pointwise chain fused as its epilogue."
+    return assemble(desc=fwd_desc, task_source=task_source, backend="triton", header=header,
+                    kernel_defs=kernel, launchers=[launcher], init_lines=init, tunable=tunable,
+                    params=params, note=note)
