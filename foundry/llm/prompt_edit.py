@@ -19,7 +19,7 @@ def _record_text(record) -> str:
 
 
 def edit_messages(sections: Mapping[str, str], *, section: str, strategy: str, record,
-                  max_chars: int) -> list[dict]:
+                  max_chars: int, context: str = "") -> list[dict]:
     """[system, user] messages asking for a new version of `section`."""
     strategies = T.keyed("edit/strategies.md")
     if strategy not in strategies:
@@ -31,6 +31,7 @@ def edit_messages(sections: Mapping[str, str], *, section: str, strategy: str, r
         "all_sections": whole, "record": _record_text(record), "section": section,
         "strategy": strategy, "strategy_text": strategies[strategy],
         "current": sections[section].strip(), "max_chars": max_chars,
+        "context": f"Context of the search: {context.strip()}" if context.strip() else "",
     })
     return [{"role": "system", "content": T.render(T.read("edit/system.md"), {})},
             {"role": "user", "content": user}]

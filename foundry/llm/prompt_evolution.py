@@ -182,10 +182,12 @@ class PromptPopulation:
     # -- evolution ---------------------------------------------------------------------
 
     async def evolve(self, *, client, rng: random.Random, parent_id: str | None = None,
-                     section: str | None = None, strategy: str | None = None) -> EditOutcome:
+                     section: str | None = None, strategy: str | None = None,
+                     context: str = "") -> EditOutcome:
         """One edit step: the LLM rewrites one section of a prompt. `client` is an
         `LLMClient` or None (no LLM: nothing is edited). The parent (default: picked as
-        `select` would), the section and the strategy (default: uniform) may be given."""
+        `select` would), the section and the strategy (default: uniform) may be given;
+        `context` (e.g. "backend triton; tasks: level 2 fusions") is shown to the LLM."""
         self.reports_since_edit = 0
         if client is None:
             return self._log(EditOutcome("skipped", detail="no LLM configured"))
@@ -199,7 +201,7 @@ class PromptPopulation:
         base = dict(parent_id=parent.prompt_id, section=section, strategy=strategy)
         messages = edit_messages(parent.sections, section=section, strategy=strategy,
                                  record=self.stats_for(parent.prompt_id),
-                                 max_chars=self.config.max_section_chars)
+                                 max_chars=self.config.max_section_chars, context=context)
         try:
             reply = await client.complete(messages, purpose="prompt_edit", rng=rng,
                                           prompt_id=parent.prompt_id)

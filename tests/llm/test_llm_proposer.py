@@ -190,3 +190,21 @@ async def test_ensemble_picks_models_by_weight(server, records, relu_task):
     assert models.count("small") > models.count("big")
     assert all((r.cost_usd > 0) == (r.model == "big") for r in records)
     assert {b.body["model"] for b in server.chat_requests()} == {"big", "small"}
+
+
+async def test_ensemble_members_on_different_servers(server, relu_task):
+    from support.openai_server import ScriptedOpenAIServer
+    with ScriptedOpenAIServer() as other:
+        cfg = make_config(server, ensemble=[{"model": "here", "weight": 1.0},
+                                            {"model": "there", "weight": 1.0,
+                                             "base_url": other.base_url}])
+        records = []
+        proposer = LLMProposer(cfg, on_call=records.append)
+        for seed in range(12):
+            req = _request(relu_task)
+            await proposer.propose(req.__class__(**{**req.__dict__, "seed": seed}))
+        await proposer.aclose()
+        assert {r.body["model"] for r in server.chat_requests()} == {"here"}
+        assert {r.body["model"] for r in other.chat_requests()} == {"there"}
+        assert {r.endpoint for r in records} == {f"http://127.0.0.1:{server.port}",
+                                                 f"http://127.0.0.1:{other.port}"}

@@ -76,7 +76,7 @@ async def test_llm_edit_adds_a_child_prompt(server):
     records = []
     client = LLMClient(make_config(server), on_call=records.append)
     pop = _pop(edit_every=1)
-    out = await pop.evolve(client=client, rng=random.Random(3))
+    out = await pop.evolve(client=client, rng=random.Random(3), context="backend c; tasks: 19_ReLU")
     assert out.status == "accepted", out
     assert out.strategy in ("improve", "specialise", "generalise", "simplify", "elaborate")
     child = pop.variant(out.prompt_id)
@@ -89,6 +89,7 @@ async def test_llm_edit_adds_a_child_prompt(server):
     assert len(pop.active) == 5 and records[0].purpose == "prompt_edit"
     prompt = server.chat_requests()[0].prompt_text
     assert f"Strategy: **{out.strategy}**" in prompt and f"Edit the `{out.section}` section" in prompt
+    assert "Context of the search: backend c; tasks: 19_ReLU" in prompt
 
 
 async def test_duplicate_invalid_and_failed_edits(server):
