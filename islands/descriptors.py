@@ -25,31 +25,34 @@ TABLES: dict[str, PatternTable] = {
     "c": patterns_c.TABLE,
 }
 
-_TRIPLE_STRING = re.compile(r"[rRbBuU]{0,2}(\"\"\"|''')(.*?)\1", re.S)
 _C_COMMENTS = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _PY_COMMENT = re.compile(
     r"#(?!\s*(?:include|pragma|define|undef|if|ifdef|ifndef|elif|else|endif|error)\b)[^\n]*")
 _CODE_STRING_HINT = re.compile(r"__global__|__device__|#\s*include|\)\s*(?:const\s*)?\{")
-_TRITON_JIT = re.compile(r"^([ \t]*)@triton\.jit\b", re.M)
-_DEF = re.compile(r"^([ \t]*)def\s+\w+", re.M)
-_FORWARD = re.compile(r"^([ \t]*)def\s+forward\s*\(", re.M)
+_TRITON_JIT = re.compile(r"@triton\.jit\b")
+_FORWARD = re.compile(r"def\s+forward\s*\(")
 _CUDA_KERNEL = re.compile(r"__global__[\w\s()]*?\bvoid\s+(\w+)")
-_C_EXPORTED_FN = re.compile(
-    r"^[ \t]*(?!static\b)(?:extern[ \t]+)?(?:void|int|float|double|long|int64_t|int32_t)"
-    r"[ \t]+([A-Za-z_]\w*)[ \t]*\([^)]*\)[ \t\n]*\{", re.M)
-_DEF_NAME = re.compile(r"^\s*def\s+(\w+)", re.M)
+_C_FN = re.compile(
+    r"(?:void|int|float|double|long|int64_t|int32_t)[ \t]+([A-Za-z_]\w*)[ \t]*\([^)]*\)"
+    r"[ \t\n]*\{")
+_C_EXPORT_PREFIX = re.compile(r"[ \t]*(?:extern[ \t]+(?:\"C\"[ \t]+)?)?")
+_DEF_NAME = re.compile(r"def\s+(\w+)")
 _INLINE_FUNCTIONS = re.compile(r"functions\s*=\s*\[([^\]]*)\]")
 _QUOTED_NAME = re.compile(r"[\"'](\w+)[\"']")
-_TORCH_COMPUTE = re.compile(
-    r"\btorch\.(?!(?:empty|empty_like|empty_strided|zeros|zeros_like|ones|ones_like|full|"
-    r"full_like|tensor|as_tensor|device|Size|cuda|no_grad|inference_mode|is_tensor|"
-    r"broadcast_shapes|finfo|iinfo|get_default_dtype)\b)\w+(?:\.\w+)*\s*\("
-    r"|\bF\.\w+\s*\("
-    r"|\.(?P<method>sum|mean|amax|amin|exp|log|matmul|mm|bmm|softmax|log_softmax|relu|sigmoid|tanh|"
+# torch calls in forward that only allocate or describe tensors (not compute)
+_TORCH_NON_COMPUTE = frozenset((
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
+    "full", "full_like", "tensor", "as_tensor", "device", "Size", "cuda", "no_grad",
+    "inference_mode", "is_tensor", "broadcast_shapes", "finfo", "iinfo",
+    "get_default_dtype"))
+_TORCH_CALL = re.compile(r"torch\.(\w+)[\w.]*\s*\(")
+_FUNCTIONAL_CALL = re.compile(r"(?<![\w.])F\.\w+\s*\(")
+_TENSOR_METHOD = re.compile(
+    r"\.(sum|mean|amax|amin|exp|log|matmul|mm|bmm|softmax|log_softmax|relu|sigmoid|tanh|"
     r"gelu|add|sub|mul|div|pow|sqrt|rsqrt|norm|clamp|abs|cumsum|einsum|conv\w*|linear|"
-    r"max_pool\w*|avg_pool\w*|var|std|argmax|argmin|topk|sort)(?=\s*\()"
-    r"|[\w)\]]\s+@\s+[\w(]")
-_TUNABLE = re.compile(r"^TUNABLE\s*(?::[^=\n]*)?=\s*(?:dict\s*\(|\{)(.*?)[})]\s*$", re.M | re.S)
+    r"max_pool\w*|avg_pool\w*|var|std|argmax|argmin|topk|sort)\s*\(")
+_MATMUL_OPERATOR = re.compile(r"[\w)\]]\s+@\s+[\w(]")
+_TUNABLE = re.compile(r"(?<![\w.])TUNABLE\s*(?::[^=\n]*)?=\s*(?:dict\s*\(|\{)(.*?)[})]\s*$", re.M | re.S)
 _TUNABLE_KEY = re.compile(r"""["'](\w+)["']\s*:|\b(\w+)\s*=""")
 
 
@@ -97,6 +100,30 @@ class Descriptor:
         return "\n".join(lines)
 
 
+def _split_triple_strings(source: str) -> tuple[str, list[str]]:
+    """(the source with every triple-quoted string removed, the strings' contents)."""
+    outside: list[str] = []
+    strings: list[str] = []
+    pos = 0
+    while True:
+        a, b = source.find('"""', pos), source.find("'''", pos)
+        starts = [x for x in (a, b) if x >= 0]
+        if not starts:
+            outside.append(source[pos:])
+            break
+        start = min(starts)
+        quote = source[start:start + 3]
+        end = source.find(quote, start + 3)
+        if end < 0:  # unterminated: treat the rest as a string
+            outside.append(source[pos:start])
+            strings.append(source[start + 3:])
+            break
+        outside.append(source[pos:start])
+        strings.append(source[start + 3:end])
+        pos = end + 3
+    return "".join(outside), strings
+
+
 @dataclass(frozen=True)
 class _Split:
     kernel: str
@@ -105,12 +132,13 @@ class _Split:
 
 
 def _split_triton(source: str) -> _Split:
-    text = _TRIPLE_STRING.sub("", source)
+    text, _ = _split_triple_strings(source)
     text = _PY_COMMENT.sub("", text)
     lines = text.split("\n")
     kernel_lines: list[str] = []
     host_lines: list[str] = []
-    jit_starts = {text.count("\n", 0, m.start()) for m in _TRITON_JIT.finditer(text)}
+    jit_starts = {text.count("\n", 0, m.start()) for m in _TRITON_JIT.finditer(text)
+                  if not text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip()}
     i = 0
     while i < len(lines):
         if i in jit_starts:
@@ -143,19 +171,13 @@ def _jit_names(kernel: str, count: int) -> list[str]:
 
 
 def _split_c_like(source: str, *, backend: str) -> _Split:
-    code_parts: list[str] = []
-
-    def take(m: re.Match) -> str:
-        body = m.group(2)
-        if _CODE_STRING_HINT.search(body):
-            code_parts.append(body)
-        return ""
-
-    host = _TRIPLE_STRING.sub(take, source)
+    host, strings = _split_triple_strings(source)
+    code_parts = [body for body in strings if _CODE_STRING_HINT.search(body)]
     host = _PY_COMMENT.sub("", host)
     kernel = _C_COMMENTS.sub("", "\n".join(code_parts))
     if backend == "c":
-        names = _C_EXPORTED_FN.findall(kernel)
+        names = [m.group(1) for m in _C_FN.finditer(kernel) if _C_EXPORT_PREFIX.fullmatch(
+            kernel, kernel.rfind("\n", 0, m.start()) + 1, m.start())]
     else:
         names = _CUDA_KERNEL.findall(kernel)
     return _Split(kernel=kernel, host=host, kernel_names=tuple(names))
@@ -165,7 +187,8 @@ def _forward_body(host: str) -> str | None:
     m = _FORWARD.search(host)
     if m is None:
         return None
-    indent = len(m.group(1))
+    line_start = host.rfind("\n", 0, m.start()) + 1
+    indent = m.start() - line_start
     lines = host[m.end():].split("\n")
     body = [lines[0]]
     for line in lines[1:]:
@@ -175,8 +198,21 @@ def _forward_body(host: str) -> str | None:
     return "\n".join(body)
 
 
+def _torch_compute_in(forward: str, *, own: set[str]) -> bool:
+    """Whether `forward` computes with torch ops (not counting the candidate's own kernels
+    called as methods, e.g. `self.mod.relu(...)`, nor allocations)."""
+    if "torch." in forward and any(name not in _TORCH_NON_COMPUTE
+                                   for name in _TORCH_CALL.findall(forward)):
+        return True
+    if "F." in forward and _FUNCTIONAL_CALL.search(forward):
+        return True
+    if any(name not in own for name in _TENSOR_METHOD.findall(forward)):
+        return True
+    return "@" in forward and _MATMUL_OPERATOR.search(forward) is not None
+
+
 def _tunable_count(source: str) -> int:
-    m = _TUNABLE.search(source)
+    m = _TUNABLE.search(source) if "TUNABLE" in source else None
     if m is None:
         return 0
     return len({a or b for a, b in _TUNABLE_KEY.findall(m.group(1))})
@@ -184,7 +220,7 @@ def _tunable_count(source: str) -> int:
 
 def source_features(*, source: str, kernel_count: int) -> dict[str, float]:
     return {
-        "source_lines": sum(1 for line in source.split("\n") if line.strip()),
+        "source_lines": sum(map(bool, map(str.strip, source.split("\n")))),
         "kernel_count": kernel_count,
         "tunable_count": _tunable_count(source),
     }
@@ -201,14 +237,12 @@ def describe(*, source: str, backend: str) -> Descriptor:
     own = set(split.kernel_names)
     for m in _INLINE_FUNCTIONS.finditer(split.host):  # load_inline(functions=[...])
         own.update(_QUOTED_NAME.findall(m.group(1)))
-    torch_in_forward = forward is not None and any(
-        m.group("method") not in own for m in _TORCH_COMPUTE.finditer(forward))
+    torch_in_forward = forward is not None and _torch_compute_in(forward, own=own)
     kernel_count = len(split.kernel_names)
     facts = {"@single_kernel": kernel_count == 1 and not torch_in_forward}
     texts = {"kernel": split.kernel, "host": split.host,
              "all": split.kernel + "\n" + split.host}
-    regex_ok = {p.name: p.compiled is None or p.compiled.search(texts[p.scope]) is not None
-                for p in table.patterns}
+    regex_ok = {p.name: p.search(texts[p.scope]) for p in table.patterns}
     by_name = {p.name: p for p in table.patterns}
     resolved: dict[str, bool] = dict(facts)
 

@@ -6,6 +6,10 @@ kernel code, "host": the Python around it, "all": both) and every name in `requi
 matched too (a name "a|b" is satisfied by either; names starting with "@" are facts the
 analyser computes, e.g. "@single_kernel"). A kernel's level on an axis is the highest
 level among the patterns that matched on that axis, 0 when none did.
+
+`within`: a second regex that must match inside group 1 of some match of `regex` (two
+cheap scans instead of one backtracking one). `needles` are plain substrings one of which every match must contain; they let the
+analyser skip a regex cheaply (a substring test is far faster than a regex scan).
 """
 
 from __future__ import annotations
@@ -33,8 +37,11 @@ class Pattern:
     regex: str | None = None
     scope: str = "kernel"
     requires: tuple[str, ...] = ()
+    needles: tuple[str, ...] = ()  # the regex runs only if one of these substrings occurs
+    within: str | None = None  # if set, must match inside group 1 of a match of `regex`
     flags: int = re.M
     compiled: re.Pattern | None = field(default=None, compare=False, repr=False)
+    compiled_within: re.Pattern | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.axis not in AXES:
@@ -47,6 +54,25 @@ class Pattern:
             raise ValueError(f"pattern {self.name!r}: needs a regex or requirements")
         if self.regex is not None:
             object.__setattr__(self, "compiled", re.compile(self.regex, self.flags))
+        elif self.needles or self.within:
+            raise ValueError(f"pattern {self.name!r}: needles/within without a regex")
+        if self.within is not None:
+            object.__setattr__(self, "compiled_within", re.compile(self.within, self.flags))
+
+    def search(self, text: str) -> bool:
+        """Whether the regex part matches `text` (requirements are checked elsewhere)."""
+        if self.compiled is None:
+            return True
+        if self.needles:
+            for needle in self.needles:
+                if needle in text:
+                    break
+            else:
+                return False
+        if self.compiled_within is None:
+            return self.compiled.search(text) is not None
+        return any(self.compiled_within.search(m.group(1))
+                   for m in self.compiled.finditer(text))
 
 
 @dataclass(frozen=True)
