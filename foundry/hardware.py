@@ -303,6 +303,33 @@ def _ncu_target(task_path: str, candidate_path: str, params_json: str, profile: 
     return 0
 
 
+def candidate_report(*, task, candidate_path: str, source: str, backend: str,
+                     runtime_ms: float | None, ncu: bool = False,
+                     params: Mapping | None = None) -> dict:
+    """Hardware-aware extras for one judged candidate: the roofline floor and the
+    candidate's fraction of it, and (with `ncu`) Nsight Compute metrics of its own
+    kernels, or a note saying why there are none. Runs the candidate outside the sandbox
+    when `ncu` is set: for a user's own files (the CLI), not for a search."""
+    out: dict = {}
+    try:
+        info = describe()
+        out["hardware"] = info.hardware_id
+        roof = roofline(task, info)
+        out.update(roofline_floor_ms=roof.floor_ms, roofline_bound=roof.bound,
+                   roofline_fraction=roof.fraction(runtime_ms))
+    except Exception as e:  # noqa: BLE001 - extras never fail an evaluation
+        out["roofline_note"] = f"no roofline: {type(e).__name__}: {e}"[:300]
+    if ncu:
+        from foundry.evaluate.cuda_device import kernel_names_in_source
+        rep = ncu_profile(task_path=task.path, candidate_path=candidate_path, params=params,
+                          kernel_names=kernel_names_in_source(source, backend),
+                          profile=task.size_profile)
+        out["ncu_ok"] = rep.ok
+        out["ncu_note"] = rep.note
+        out.update({f"ncu_{k}": v for k, v in rep.metrics.items()})
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["ncu-target"] and len(argv) == 5:

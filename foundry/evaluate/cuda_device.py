@@ -238,11 +238,21 @@ def check_own_kernels(profiled: Iterable[KernelRun], *, expected: Iterable[str] 
 
 
 class CudaDevice:
-    """The CUDA side of the judge's device interface (see foundry.evaluate.device)."""
+    """The CUDA side of the judge's device interface (see foundry.evaluate.device).
+
+    The TF32 policy (FOUNDRY_TF32: off | on | torch-default; default off) is applied in
+    the judge's process (references) and in every worker (candidates), and recorded.
+    """
 
     name = "cuda"
     memory_fraction_env = "FOUNDRY_CUDA_MEMORY_FRACTION"
     tf32_env = "FOUNDRY_TF32"
+
+    def __init__(self) -> None:
+        import os
+
+        from foundry.evaluate.cuda_timing import apply_tf32_policy
+        self.tf32 = apply_tf32_policy(os.environ.get(self.tf32_env, "off"))
 
     def worker_env(self, threads: int) -> dict[str, str]:
         n = str(threads)
@@ -317,3 +327,14 @@ class CudaDevice:
         names = set(expected) | kernel_names_in_source(source, backend)
         return check_own_kernels(profile_kernels(call), expected=names,
                                  reference=reference_kernels)
+
+    def profiled_call(self, call, *, source: str, backend: str) -> tuple:
+        """Run `call()` once under the profiler: (its output, a report of the kernels that
+        ran: {"own_kernels": count of the candidate's, "kernels": names, ...})."""
+        box: list = []
+        runs = profile_kernels(lambda: box.append(call()))
+        chk = check_own_kernels(runs, expected=kernel_names_in_source(source, backend))
+        report = {"own_kernels": sum(r.count for r in runs if r.name in chk.own),
+                  "own_time_fraction": round(chk.own_time_fraction, 4),
+                  "kernels": [r.name[:120] for r in runs][:12], "kernel_note": chk.note}
+        return box[0], report
