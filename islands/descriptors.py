@@ -226,6 +226,39 @@ def source_features(*, source: str, kernel_count: int) -> dict[str, float]:
     }
 
 
+_PLANS: dict[str, tuple] = {}
+
+
+def _plan(table: PatternTable) -> tuple:
+    """The table's patterns ordered so that every requirement is evaluated before the
+    patterns that need it, each with its requirements as tuples of alternatives."""
+    plan = _PLANS.get(table.backend)
+    if plan is not None:
+        return plan
+    by_name = {p.name: p for p in table.patterns}
+    order: list = []
+    state: dict[str, int] = {}  # 1: visiting, 2: done
+
+    def visit(name: str) -> None:
+        if name.startswith("@") or state.get(name) == 2:
+            return
+        if name not in by_name or state.get(name) == 1:
+            raise ValueError(f"{table.backend}: pattern requirement {name!r} is unknown "
+                             f"or cyclic")
+        state[name] = 1
+        p = by_name[name]
+        for req in p.requires:
+            for alt in req.split("|"):
+                visit(alt)
+        state[name] = 2
+        order.append((p, tuple(tuple(req.split("|")) for req in p.requires)))
+
+    for p in table.patterns:
+        visit(p.name)
+    _PLANS[table.backend] = plan = tuple(order)
+    return plan
+
+
 def describe(*, source: str, backend: str) -> Descriptor:
     """The descriptor of a candidate file's `source` written for `backend`."""
     table = TABLES.get(backend)
@@ -242,27 +275,16 @@ def describe(*, source: str, backend: str) -> Descriptor:
     facts = {"@single_kernel": kernel_count == 1 and not torch_in_forward}
     texts = {"kernel": split.kernel, "host": split.host,
              "all": split.kernel + "\n" + split.host}
-    regex_ok = {p.name: p.search(texts[p.scope]) for p in table.patterns}
-    by_name = {p.name: p for p in table.patterns}
-    resolved: dict[str, bool] = dict(facts)
-
-    def matches(name: str, stack: tuple[str, ...] = ()) -> bool:
-        if name in resolved:
-            return resolved[name]
-        if name not in by_name or name in stack:
-            raise ValueError(f"{backend}: pattern requirement {name!r} is unknown or cyclic")
-        p = by_name[name]
-        ok = regex_ok[name] and all(
-            any(matches(alt, stack + (name,)) for alt in req.split("|"))
-            for req in p.requires)
-        resolved[name] = ok
-        return ok
-
+    ok: dict[str, bool] = dict(facts)
+    for p, alternatives in _plan(table):  # requirements come before the patterns needing them
+        ok[p.name] = all(any(ok.get(a, False) for a in alts) for alts in alternatives) \
+            and p.search(texts[p.scope])
     levels = []
     matched = {}
     for axis in AXES:
-        names = tuple(p.name for p in table.patterns if p.axis == axis and matches(p.name))
+        names = tuple(p.name for p in table.patterns if p.axis == axis and ok[p.name])
         matched[axis] = names
-        levels.append(max((by_name[n].level for n in names), default=0))
+        levels.append(max((p.level for p in table.patterns
+                           if p.axis == axis and ok[p.name]), default=0))
     return Descriptor(backend=backend, levels=tuple(levels), matched=matched,
                       features=source_features(source=source, kernel_count=kernel_count))

@@ -9,6 +9,7 @@ A child always lands on its parent's island: `add` refuses a candidate whose
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import math
 import random
@@ -24,6 +25,7 @@ from islands.records import ArchiveStats, Elite, HistoryEntry, InsertStatus, fit
 from islands.selection import ParentSelector, Selection
 
 STATE_VERSION = 1
+DESCRIPTOR_CACHE = 512  # descriptors kept for hints of recently seen candidates
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,8 @@ class Island:
         self._with_code: list[HistoryEntry] = []  # entries the random mode may pick
         self._known: set[str] = set()  # candidate ids held (evaluated or received)
         self._emigrated: set[str] = set()  # candidate ids already sent away
+        self._descriptors: collections.OrderedDict[str, Descriptor] = \
+            collections.OrderedDict()  # recent descriptors (derived data, not saved)
 
     # -- reading ---------------------------------------------------------------------
     @property
@@ -115,7 +119,13 @@ class Island:
 
     def describe(self, candidate: Candidate) -> tuple[Descriptor, tuple]:
         """The candidate's descriptor and its cell in this island's bins."""
-        d = describe(source=candidate.source, backend=candidate.backend)
+        key = candidate.candidate_id
+        d = self._descriptors.get(key)
+        if d is None or d.backend != candidate.backend:
+            d = describe(source=candidate.source, backend=candidate.backend)
+            self._descriptors[key] = d
+            if len(self._descriptors) > DESCRIPTOR_CACHE:
+                self._descriptors.popitem(last=False)
         return d, self.bins.cell(d.values(axis_names=self.bins.names))
 
     # -- choosing what comes next ----------------------------------------------------
@@ -138,8 +148,7 @@ class Island:
                                   inspirations=(), descriptor_hint="",
                                   seed=self._rng.getrandbits(31))
         parent = sel.parent
-        hint = describe(source=parent.candidate.source,
-                        backend=parent.candidate.backend).hint()
+        hint = self.describe(parent.candidate)[0].hint()
         return RequestContext(
             island_id=self.island_id, generation=self._generation,
             mode="optimize" if parent.correct else "repair", selection=sel.mode,
@@ -160,7 +169,8 @@ class Island:
                 f"candidate {candidate.candidate_id}: parent(s) {unknown} were never on "
                 f"island {self.island_id}; a child lands on its parent's island")
         descriptor, cell = self.describe(candidate)
-        result = dataclasses.replace(result, descriptor=cell)
+        if tuple(result.descriptor) != cell:
+            result = dataclasses.replace(result, descriptor=cell)
         fitness = fitness_of(result)
         if candidate.source:
             status = self.archive.insert(candidate=candidate, result=result, cell=cell,
@@ -223,7 +233,8 @@ class Island:
             copy = dataclasses.replace(e.candidate, island_id=self.island_id,
                                        origin="migrant")
             _, cell = self.describe(copy)
-            result = dataclasses.replace(e.result, descriptor=cell)
+            result = e.result if tuple(e.result.descriptor) == cell else \
+                dataclasses.replace(e.result, descriptor=cell)
             status = self.archive.insert(candidate=copy, result=result, cell=cell,
                                          generation=self._generation, is_migrant=True,
                                          home_island=e.home_island)

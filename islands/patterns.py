@@ -8,8 +8,9 @@ analyser computes, e.g. "@single_kernel"). A kernel's level on an axis is the hi
 level among the patterns that matched on that axis, 0 when none did.
 
 `within`: a second regex that must match inside group 1 of some match of `regex` (two
-cheap scans instead of one backtracking one). `needles` are plain substrings one of which every match must contain; they let the
-analyser skip a regex cheaply (a substring test is far faster than a regex scan).
+cheap scans instead of one backtracking one). `needles` are plain substrings one of which occurs on the first line of every match;
+the analyser skips the regex when none occurs and otherwise starts the scan at the line
+of the earliest one (substring search is far faster than a regex scan).
 """
 
 from __future__ import annotations
@@ -63,16 +64,20 @@ class Pattern:
         """Whether the regex part matches `text` (requirements are checked elsewhere)."""
         if self.compiled is None:
             return True
+        start = 0
         if self.needles:
+            first = -1
             for needle in self.needles:
-                if needle in text:
-                    break
-            else:
+                i = text.find(needle)
+                if i >= 0 and (first < 0 or i < first):
+                    first = i
+            if first < 0:
                 return False
+            start = text.rfind("\n", 0, first) + 1  # matches start on a needle's line
         if self.compiled_within is None:
-            return self.compiled.search(text) is not None
+            return self.compiled.search(text, start) is not None
         return any(self.compiled_within.search(m.group(1))
-                   for m in self.compiled.finditer(text))
+                   for m in self.compiled.finditer(text, start))
 
 
 @dataclass(frozen=True)
