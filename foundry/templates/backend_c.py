@@ -40,10 +40,9 @@ def emit_c_candidate(*, desc: Description, task_source: str, params: dict | None
     defaults.update(params or {})
     src = c_source(desc.regions)
     kernel_defs = f"_C_SRC = r'''{src}'''\n{FILL}"
-    launchers = [launcher_class(r, [f"self.kernel.{r.name}({', '.join(kernel_args(r))})"])
+    launchers = [launcher_class(r, [f"self.kernel.{r.name}({', '.join(kernel_args(r))})"], packed_ints=True)
                  for r in desc.regions]
-    init = ["params.update(globals().get('PARAMS', {}))",
-            "lib = c.build(_fill(_C_SRC, params), flags=('-fno-math-errno',))"]
+    init = ["lib = c.build(_fill(_C_SRC, params), flags=('-fno-math-errno',))"]
     init += [f"self.{r.name} = _{r.name.lstrip('_').upper()}(lib, params)" for r in desc.regions]
     fams = ", ".join(desc.families)
     note = (f"Template candidate (c backend): fused regions [{fams}] run as OpenMP/SIMD C kernels; "

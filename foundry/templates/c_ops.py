@@ -11,6 +11,8 @@ C_MATH = r"""
 #include <stdint.h>
 #include <string.h>
 #include <float.h>
+static inline float kf_max(float a, float b) { return a > b ? a : b; }  /* vmaxps, unlike fmaxf */
+static inline float kf_min(float a, float b) { return a < b ? a : b; }
 static inline float kf_exp(float x) {
     x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
     float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  /* round to nearest */
@@ -88,11 +90,11 @@ def c_pointwise(ins: Instr, a: list) -> str:
     if op == "mish":
         return f"({x} * kf_tanh(kf_softplus({x}, 1.f, 20.f)))"
     if op == "hardswish":
-        return f"({x} * fminf(fmaxf({x} + 3.f, 0.f), 6.f) / 6.f)"
+        return f"({x} * kf_min(kf_max({x} + 3.f, 0.f), 6.f) / 6.f)"
     if op == "hardsigmoid":
-        return f"(fminf(fmaxf({x} + 3.f, 0.f), 6.f) / 6.f)"
+        return f"(kf_min(kf_max({x} + 3.f, 0.f), 6.f) / 6.f)"
     if op == "hardtanh":
-        return f"fminf(fmaxf({x}, {_f(ins.attr('lo'))}), {_f(ins.attr('hi'))})"
+        return f"kf_min(kf_max({x}, {_f(ins.attr('lo'))}), {_f(ins.attr('hi'))})"
     if op == "elu":
         return f"({x} > 0.f ? {x} : {_f(ins.attr('alpha'))} * (kf_exp({x}) - 1.f))"
     if op == "selu":
@@ -107,9 +109,9 @@ def c_pointwise(ins: Instr, a: list) -> str:
         lo, hi = ins.attr("lo"), ins.attr("hi")
         e = x
         if lo is not None:
-            e = f"fmaxf({e}, {_f(lo)})"
+            e = f"kf_max({e}, {_f(lo)})"
         if hi is not None:
-            e = f"fminf({e}, {_f(hi)})"
+            e = f"kf_min({e}, {_f(hi)})"
         return e
     unary = {"exp": "kf_exp({})", "log": "logf({})", "sqrt": "sqrtf({})", "rsqrt": "(1.f / sqrtf({}))",
              "abs": "fabsf({})", "neg": "(-{})", "reciprocal": "(1.f / {})", "identity": "({})"}
@@ -117,7 +119,7 @@ def c_pointwise(ins: Instr, a: list) -> str:
         return unary[op].format(x)
     y = a[1]
     binary = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
-              "maximum": "fmaxf({}, {})", "minimum": "fminf({}, {})"}
+              "maximum": "kf_max({}, {})", "minimum": "kf_min({}, {})"}
     if op in binary:
         return binary[op].format(x, y)
     if op == "pow":
@@ -132,8 +134,8 @@ def c_pointwise(ins: Instr, a: list) -> str:
 C_REDUCE = {
     "sum": ("0.f", "{a} + {v}", "{a}", "+"),
     "mean": ("0.f", "{a} + {v}", "{a} / (float){L}", "+"),
-    "max": ("-INFINITY", "fmaxf({a}, {v})", "{a}", "max"),
-    "min": ("INFINITY", "fminf({a}, {v})", "{a}", "min"),
+    "max": ("-INFINITY", "kf_max({a}, {v})", "{a}", "max"),
+    "min": ("INFINITY", "kf_min({a}, {v})", "{a}", "min"),
     "prod": ("1.f", "{a} * {v}", "{a}", "*"),
     "norm_l2": ("0.f", "{a} + {v} * {v}", "sqrtf({a})", "+"),
     "norm_l1": ("0.f", "{a} + fabsf({v})", "{a}", "+"),

@@ -26,6 +26,9 @@ class _Rename(ast.NodeTransformer):
     def visit_ClassDef(self, node):
         if node.name == "Model":
             node.name = REFERENCE_NAME
+            # its forward is replaced by ModelNew's; keeping it would only be dead torch code
+            node.body = [n for n in node.body if not (isinstance(n, ast.FunctionDef) and n.name == "forward")] \
+                or [ast.Pass()]
         self.generic_visit(node)
         return node
 
@@ -39,22 +42,39 @@ def reference_source(task_source: str) -> str:
     return ast.unparse(ast.fix_missing_locations(tree))
 
 
-def launcher_class(region, kernel_call: list[str]) -> str:
-    """A small class whose __call__ computes sizes, allocates the output and runs the
-    kernel; `kernel_call` are the backend's lines that launch it (they may use `args`,
-    the size names and `out`)."""
+def launcher_class(region, kernel_call: list[str], *, packed_ints: bool = False) -> str:
+    """A small class whose __call__ allocates the output and runs the kernel. Sizes are
+    computed once per input shape (`_plan`) and cached. `kernel_call` are the backend's
+    launch lines; they may use a0..an, `out` and either the size names (unpacked from
+    the plan) or `sizes` (an int64 tensor of them, when `packed_ints`)."""
     args = [f"a{i}" for i in range(len(region.inputs))]
+    ints = phase_ints(region)
+    plan = size_lines(region, args)[1:]  # S comes in as an argument
+    if packed_ints:
+        plan.append(f"return out_shape, torch.tensor([{', '.join(ints)}], dtype=torch.int64)")
+    else:
+        plan.append(f"return out_shape, ({', '.join(ints)},)")
     lines = [f"{a} = {a}.contiguous()" for a in args]
-    lines += size_lines(region, args)
-    lines.append(f"out = torch.empty(out_shape, dtype={TORCH_DTYPE[region.out_dtype]}, device={args[region.anchor]}.device)")
+    anchor = args[region.anchor]
+    lines += [f"plan = self.plans.get({anchor}.shape)", "if plan is None:",
+              f"    plan = self.plans[{anchor}.shape] = self._plan(tuple({anchor}.shape))",
+              "out_shape, sizes = plan"]
+    if not packed_ints:
+        lines.append(f"{', '.join(ints)}, = sizes")
+    lines.append(f"out = torch.empty(out_shape, dtype={TORCH_DTYPE[region.out_dtype]}, device={anchor}.device)")
     lines += kernel_call
     lines.append("return out")
     body = textwrap.indent("\n".join(lines), " " * 8)
+    plan_body = textwrap.indent("\n".join(plan), " " * 8)
     cls = "_" + region.name.lstrip("_").upper()
     return f"""class {cls}:
     def __init__(self, kernel, params):
         self.kernel = kernel
         self.params = params
+        self.plans = {{}}
+
+    def _plan(self, S):
+{plan_body}
 
     def __call__(self, {', '.join(args)}):
 {body}
@@ -62,8 +82,8 @@ def launcher_class(region, kernel_call: list[str]) -> str:
 
 
 def kernel_args(region) -> list[str]:
-    """Kernel arguments in order: inputs, output, integer sizes."""
-    return [f"a{i}" for i in range(len(region.inputs))] + ["out"] + phase_ints(region)
+    """Kernel arguments in order: inputs, output, the packed sizes."""
+    return [f"a{i}" for i in range(len(region.inputs))] + ["out", "sizes"]
 
 
 def assemble(*, desc: Description, task_source: str, backend: str, header: str,

@@ -94,6 +94,9 @@ def _kernel(region: Region, paths: list) -> str:
     params = _params(region)
     decl = ", ".join(f"{t} {n}" for t, n in params)
     call = ", ".join(n for _, n in params)
+    ints = phase_ints(region)
+    exported = ", ".join(f"{t} {n}" for t, n in params if t != "int64_t") + ", const int64_t* restrict sz"
+    unpack = [f"const int64_t {n} = sz[{i}];" for i, n in enumerate(ints)]
     out, branches = [], []
     for k, (cond, count, body) in enumerate(paths):
         fn = f"{region.name}_task{k}"
@@ -107,7 +110,7 @@ def _kernel(region: Region, paths: list) -> str:
         inner = "\n".join(_indent([("if" if i == 0 else "} else if") + f" ({c}) {{" if c else "} else {",
                                    *["    " + x for x in b.splitlines()]], 4)
                           for i, (c, b) in enumerate(branches)) + "\n    }"
-    out.append(f"void {region.name}({decl}) {{\n{inner}\n}}\n")
+    out.append(f"void {region.name}({exported}) {{\n{_indent(unpack, 4)}\n{inner}\n}}\n")
     return "\n".join(out)
 
 
@@ -167,7 +170,7 @@ def _reduce_paths(region: Region) -> list:
                                                            f"#pragma omp simd reduction({red}:acc)")
             final = fin.format(a="acc", L="L")
         elif kind == "logsumexp":
-            body = head + ["float m = -INFINITY;"] + _loop("l", "L", pre + [f"m = fmaxf(m, {v});"],
+            body = head + ["float m = -INFINITY;"] + _loop("l", "L", pre + [f"m = kf_max(m, {v});"],
                                                            "#pragma omp simd reduction(max:m)" if contiguous else "")
             body += ["float acc = 0.f;"] + _loop("l", "L", pre + [f"acc += kf_exp({v} - m);"],
                                                   "#pragma omp simd reduction(+:acc)" if contiguous else "")
@@ -206,7 +209,7 @@ def _softmax_paths(region: Region) -> list:
         write = [f"const float e = {v} - m - ls;"] if log else [f"const float e = kf_exp({v} - m) * inv;"]
         body = ["const int64_t o = t / inner, i = t % inner;", "const int64_t base = o * L * inner + i;",
                 "float m = -INFINITY;"]
-        body += _loop("l", "L", pre + [f"m = fmaxf(m, {v});"], simd("max:m"))
+        body += _loop("l", "L", pre + [f"m = kf_max(m, {v});"], simd("max:m"))
         body += ["float s = 0.f;"] + _loop("l", "L", pre + [f"s += kf_exp({v} - m);"], simd("+:s"))
         body += ["const float inv = 1.f / s, ls = kf_log(s);", "(void)inv; (void)ls;"]
         body += _loop("l", "L", pre + write + _post_write(region, "f", "e"),
