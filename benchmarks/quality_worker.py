@@ -142,13 +142,18 @@ def _run_task(job: dict, send, lock) -> None:
             return time_forward(fn, dev=dev, flush=flush, **settings)
     send(("phase", "eager", None))
     module = build_module(task)
-    torch.manual_seed(0)
-    model = module.Model(*module.get_init_inputs()).to(dev).eval()
-    torch.manual_seed(1)
-    inputs = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
+    # Weights and inputs are made on the device (fast at full sizes); modules keep their
+    # default (training) mode, as KernelBench times them.
+    with torch.device(dev):
+        torch.manual_seed(0)
+        model = module.Model(*module.get_init_inputs()).to(dev)
+        torch.manual_seed(1)
+        inputs = [x.to(dev) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
     flush = _flush_buffer(dev, job["flush_mb"])
     with torch.no_grad():
-        ref = model(*inputs)
+        with lock:
+            ref = model(*inputs)
+            _sync(dev)
         send(("result", "eager", timed(lambda: model(*inputs))))
         if job["compile"]:
             send(("phase", "compile", None))
@@ -167,10 +172,12 @@ def _run_task(job: dict, send, lock) -> None:
             send(("phase", "best", None))
             try:
                 cand = _load_candidate(job["best_path"])
-                torch.manual_seed(0)
-                new = cand.ModelNew(*module.get_init_inputs()).to(dev).eval()
-                out = new(*inputs)
-                _sync(dev)
+                with torch.device(dev):  # the same seed and device as the reference: same weights
+                    torch.manual_seed(0)
+                    new = cand.ModelNew(*module.get_init_inputs()).to(dev)
+                with lock:
+                    out = new(*inputs)
+                    _sync(dev)
                 atol = task.atol if task.atol is not None else 1e-2
                 rtol = task.rtol if task.rtol is not None else 1e-2
                 ok, err = _compare(ref, out, atol, rtol)
@@ -207,6 +214,11 @@ def worker_main(conn, threads: int | None, lock) -> None:
                 if torch.cuda.is_available():
                     torch.cuda.empty_cache()
         conn.send(("done", None, None))
+
+
+def _broken_device(out: dict) -> bool:
+    texts = [out.get("error") or ""] + [str((r or {}).get("error", "")) for r in out["results"].values()]
+    return any(m in t for t in texts for m in ("CUDA error", "illegal memory access", "device-side assert"))
 
 
 class Worker:
@@ -281,4 +293,6 @@ class Worker:
                 out["error"] = payload
                 out["results"].setdefault(phase, {"error": payload})
             elif kind == "done":
+                if _broken_device(out):
+                    self.kill()  # a CUDA fault poisons the process: the next task gets a fresh one
                 return out

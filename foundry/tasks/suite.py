@@ -206,6 +206,8 @@ class SuiteConfig:
             raise TaskError(f"tasks.profile must be one of {', '.join(PROFILE_CHOICES)}, got {profile!r}")
         limit = values.get("limit")
         path = values.get("path")
+        if path == "???":
+            raise TaskError("tasks.path is required here: give tasks.path=<KernelBench checkout or task folder>")
         return cls(path=None if path in (None, "") else str(path), level=level, ids=ids,
                    profile=profile, limit=None if limit is None else int(limit))
 
