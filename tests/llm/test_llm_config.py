@@ -79,3 +79,21 @@ def test_scrub_and_endpoint_hide_secrets():
     assert endpoint_of("https://user:pw@example.com:8443/v1?k=1") == "https://example.com:8443"
     line = scrub("auth failed for sk-abcdefghijklmnop and token XYZSECRET\nnext", ["XYZSECRET"])
     assert "sk-abc" not in line and "XYZSECRET" not in line and "\n" not in line
+
+
+@pytest.mark.parametrize("overrides, provider, model", [
+    ([], "none", ""),
+    (["llm=openai", "llm.model=gpt-4.1"], "openai", "gpt-4.1"),
+    (["llm=vllm", "llm.base_url=http://gpu-host:8000/v1", "llm.model=Qwen/Qwen2.5-Coder-32B-Instruct"],
+     "vllm", "Qwen/Qwen2.5-Coder-32B-Instruct"),
+    (["llm=llamacpp", "llm.base_url=http://127.0.0.1:8080/v1"], "llamacpp", "local"),
+])
+def test_hydra_composition_of_llm_and_prompt_groups(overrides, provider, model):
+    if not (CONF / "config.yaml").exists():
+        pytest.skip("conf/config.yaml (the top-level config) is not there yet")
+    from hydra import compose, initialize_config_dir
+    with initialize_config_dir(config_dir=str(CONF), version_base=None):
+        cfg = compose(config_name="config", overrides=overrides)
+    llm = LLMConfig.from_config(cfg.llm)
+    assert (llm.provider, llm.model) == (provider, model)
+    assert PromptEvolutionConfig.from_config(cfg.prompt).selection == "ucb"

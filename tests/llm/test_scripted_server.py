@@ -5,11 +5,12 @@ from __future__ import annotations
 import types
 
 import openai
+import pytest
 import torch
 
 from foundry import kernels
 from support.openai_server import (ScriptedOpenAIServer, ScriptedResponse, reference_source_from_prompt,
-                                   stand_in_candidate)
+                                   stand_in_candidate, unary_candidate)
 
 from llm_helpers import RELU_TASK_SOURCE
 
@@ -71,7 +72,7 @@ async def test_models_endpoint_and_default_responder_over_openai_client():
         prompt = f"## Reference module (task `t`)\n\n```python\n{RELU_TASK_SOURCE}```\n"
         r = await client.chat.completions.create(model="m1", messages=[{"role": "user", "content": prompt}])
         text = r.choices[0].message.content
-        assert "class ModelNew(Model)" in text and r.usage.completion_tokens > 0
+        assert "_lib.unary(x, y" in text and r.usage.completion_tokens > 0
         r2 = await client.chat.completions.create(model="m1", messages=[{"role": "user", "content": "hi"}])
         assert "cannot find the reference" in r2.choices[0].message.content
         await client.close()
@@ -87,3 +88,24 @@ async def test_script_queue_runs_before_default_and_records_requests():
         assert first.choices[0].message.content == "first"
         assert "cannot find" in second.choices[0].message.content
         assert server.pending == 0 and [r.prompt_text for r in server.chat_requests()] == ["a", "b"]
+
+
+@pytest.mark.parametrize("call, ref", [("torch.relu", torch.relu), ("F.gelu", torch.nn.functional.gelu),
+                                       ("torch.sigmoid", torch.sigmoid), ("F.silu", torch.nn.functional.silu),
+                                       ("torch.tanh", torch.tanh)])
+def test_unary_candidate_is_a_real_kernel(call, ref):
+    task = RELU_TASK_SOURCE.replace("torch.relu(x)", f"{call}(x)")
+    src = unary_candidate(task)
+    assert src is not None and "Model" not in src.replace("ModelNew", "")
+    mod = types.ModuleType("unary_candidate")
+    exec(compile(src, "candidate.py", "exec"), mod.__dict__)
+    mod.PARAMS = {"CHUNK": 1000}
+    x = torch.randn(4099) * 5
+    kernels.reset_launches()
+    torch.testing.assert_close(mod.ModelNew()(x), ref(x), rtol=1e-5, atol=1e-6)
+    assert kernels.launches() == {("c", "unary"): 1}
+
+
+def test_unary_candidate_declines_other_references():
+    assert unary_candidate(RELU_TASK_SOURCE.replace("torch.relu(x)", "torch.relu(x) * 2")) is None
+    assert unary_candidate(RELU_TASK_SOURCE.replace("torch.relu(x)", "torch.cumsum(x)")) is None

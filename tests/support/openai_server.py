@@ -4,7 +4,7 @@ It serves real HTTP on 127.0.0.1 (an ephemeral port) from a background thread:
 ``POST /v1/chat/completions`` and ``GET /v1/models``. Each chat request takes the next
 `ScriptedResponse` from the script queue; when the queue is empty, the `default`
 responder answers (by default `stand_in_responder`, which writes a valid `c`-backend
-candidate for whatever task the prompt carries, and a rewritten section for prompt-edit
+candidate for the task the prompt carries, and a rewritten section for prompt-edit
 requests). Every request is recorded (`server.requests`).
 
     with ScriptedOpenAIServer([ScriptedResponse.rate_limited(0.1),
@@ -24,7 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable, Iterable
 
 __all__ = ["ScriptedOpenAIServer", "ScriptedResponse", "RecordedRequest",
-           "stand_in_responder", "stand_in_candidate", "reference_source_from_prompt"]
+           "stand_in_responder", "stand_in_candidate", "unary_candidate",
+           "reference_source_from_prompt"]
 
 
 @dataclass(frozen=True)
@@ -338,12 +339,67 @@ def stand_in_candidate(reference_source: str, *, variant: int = 0) -> str:
             "        return type(out)(self._copy(o) if isinstance(o, torch.Tensor) else o for o in out)\n")
 
 
+# Unary elementwise forwards the stand-in writes real kernels for: `return <call>(x)`.
+_UNARY_C = {
+    "relu": "v > 0.f ? v : 0.f",
+    "sigmoid": "1.f / (1.f + expf(-v))",
+    "tanh": "tanhf(v)",
+    "silu": "v / (1.f + expf(-v))",
+    "gelu": "0.5f * v * (1.f + erff(v * 0.70710678118654752f))",
+}
+_UNARY_CALL = re.compile(r"def forward\(self, (\w+)[^)]*\)[^:]*:\s*\n\s*return\s+"
+                         r"(?:torch\.nn\.functional|torch|F)\.(\w+)\(\1\)\s*\n")
+
+_UNARY_TEMPLATE = '''# stand-in candidate, variant {variant}: elementwise {op} as a C kernel
+import torch
+import torch.nn as nn
+from foundry.kernels import c
+
+SRC = r"""
+#include <stdint.h>
+#include <math.h>
+void unary(const float* x, float* y, int64_t n, int64_t chunk) {{
+    for (int64_t s = 0; s < n; s += chunk) {{
+        int64_t e = s + chunk < n ? s + chunk : n;
+        for (int64_t i = s; i < e; i++) {{ float v = x[i]; y[i] = {expr}; }}
+    }}
+}}
+"""
+TUNABLE = {{"CHUNK": [4096, 16384, 1024]}}
+PARAMS = {{"CHUNK": 4096}}
+_lib = c.build(SRC)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs):
+        super().__init__()
+        self.chunk = int(PARAMS["CHUNK"])
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        _lib.unary(x, y, x.numel(), self.chunk)
+        return y
+'''
+
+
+def unary_candidate(reference_source: str, *, variant: int = 0) -> str | None:
+    """A real `c` kernel for a reference whose forward is one unary elementwise call
+    (relu, sigmoid, tanh, silu, gelu) on float32; None for any other reference."""
+    m = _UNARY_CALL.search(reference_source)
+    if not m or m.group(2) not in _UNARY_C:
+        return None
+    return _UNARY_TEMPLATE.format(variant=variant, op=m.group(2), expr=_UNARY_C[m.group(2)])
+
+
 _counter = iter(range(1, 1 << 62))
 
 
 def stand_in_responder(request: dict) -> ScriptedResponse:
     """Answers like a cooperative model: a prompt-edit request gets a rewritten section;
-    a kernel request gets `stand_in_candidate` for the reference module in the prompt."""
+    a kernel request gets `unary_candidate` (a real C kernel) when the reference is one
+    unary elementwise op, else `stand_in_candidate` (correct, but the evaluator's static
+    guards reject it for calling the reference: a realistic failure for repair paths)."""
     prompt = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
     n = next(_counter)
     if _EDIT_MARK in prompt:
@@ -354,4 +410,4 @@ def stand_in_responder(request: dict) -> ScriptedResponse:
     ref = reference_source_from_prompt(prompt)
     if ref is None:
         return ScriptedResponse.text("I cannot find the reference module in the prompt.")
-    return ScriptedResponse.full_file(stand_in_candidate(ref, variant=n))
+    return ScriptedResponse.full_file(unary_candidate(ref, variant=n) or stand_in_candidate(ref, variant=n))
