@@ -15,8 +15,12 @@ PATTERNS = (
       needles=('tl.dot',)),
     P("block_pointers", "memory", 2, r"tl\.(?:make_block_ptr|advance)\s*\(",
       needles=('tl.make_block_ptr', 'tl.advance')),
-    P("software_pipelining", "memory", 3, r"num_stages\s*=\s*(?:[2-9]|\d\d)", scope="all",
-      needles=('num_stages',)),
+    P("tiles_2d", "memory", 2, r"\[\s*:\s*,\s*None\s*\]",
+      needles=("None]",)),
+    P("tile_transpose", "memory", 2, r"tl\.(?:trans|permute)\s*\(",
+      needles=("tl.trans", "tl.permute")),
+    P("software_pipelining", "memory", 3, r"num_stages\s*=\s*(?![01]\s*[,)\n])", scope="all",
+      needles=("num_stages",)),
     P("tensor_descriptors", "memory", 3,
       r"tl\.make_tensor_descriptor\s*\(|_experimental_descriptor_load|\bTensorDescriptor\b",
       scope="all",
@@ -53,7 +57,8 @@ ADVICE = {
     "memory": (
         "one element per program with scalar loads",
         "block loads over tl.arange offsets with masks (coalesced), contiguity hints",
-        "2D tiles via tl.make_block_ptr / tl.dot so Triton stages them in shared memory",
+        "2D tiles (offsets [:, None] x [None, :]) fed to tl.dot or transposed, which Triton"
+        " stages in shared memory",
         "software pipelining (num_stages >= 2) or tensor descriptors (TMA) for async copies",
     ),
     "compute": (

@@ -1,20 +1,14 @@
 # expect: memory=3 compute=3 parallelism=3
-# Autotuned, software-pipelined (num_stages), grouped tile ordering for L2 reuse.
+# Software-pipelined K loop (num_stages), grouped tile ordering for L2 reuse.
 import torch
 import torch.nn as nn
 import triton
 import triton.language as tl
 
+TUNABLE = {"BM": [64, 128], "BN": [64, 128], "BK": [32, 64], "STAGES": [3, 4]}
+PARAMS = {"BM": 64, "BN": 64, "BK": 32, "STAGES": 3}
 
-@triton.autotune(
-    configs=[
-        triton.Config({"BM": 128, "BN": 128, "BK": 32, "GROUP_SIZE_M": 8}, num_stages=3,
-                      num_warps=8),
-        triton.Config({"BM": 64, "BN": 128, "BK": 32, "GROUP_SIZE_M": 8}, num_stages=4,
-                      num_warps=4),
-    ],
-    key=["M", "N", "K"],
-)
+
 @triton.jit
 def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
@@ -28,29 +22,32 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
     pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
     pid_n = (pid % num_pid_in_group) // group_size_m
-    a_blk = tl.make_block_ptr(a_ptr, (M, K), (sam, sak), (pid_m * BM, 0), (BM, BK), (1, 0))
-    b_blk = tl.make_block_ptr(b_ptr, (K, N), (sbk, sbn), (0, pid_n * BN), (BK, BN), (1, 0))
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for _ in range(0, tl.cdiv(K, BK)):
-        a = tl.load(a_blk, boundary_check=(0, 1))
-        b = tl.load(b_blk, boundary_check=(0, 1))
+    for k in range(0, K, BK):
+        a = tl.load(a_ptr + rm[:, None] * sam + (k + rk)[None, :] * sak,
+                    mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + (k + rk)[:, None] * sbk + rn[None, :] * sbn,
+                    mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc += tl.dot(a, b)
-        a_blk = tl.advance(a_blk, (0, BK))
-        b_blk = tl.advance(b_blk, (BK, 0))
-    c_blk = tl.make_block_ptr(c_ptr, (M, N), (scm, scn), (pid_m * BM, pid_n * BN), (BM, BN),
-                              (1, 0))
-    tl.store(c_blk, acc, boundary_check=(0, 1))
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.p = dict(PARAMS)
+
     def forward(self, a, b):
         M, K = a.shape
         _, N = b.shape
         c = torch.empty((M, N), device=a.device, dtype=torch.float32)
-
-        def grid(meta):
-            return (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)
-
+        p = self.p
+        grid = (triton.cdiv(M, p["BM"]) * triton.cdiv(N, p["BN"]),)
         matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0),
-                            b.stride(1), c.stride(0), c.stride(1))
+                            b.stride(1), c.stride(0), c.stride(1), BM=p["BM"], BN=p["BN"],
+                            BK=p["BK"], GROUP_SIZE_M=8, num_warps=4, num_stages=p["STAGES"])
         return c

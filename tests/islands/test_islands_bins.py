@@ -6,7 +6,7 @@ import pytest
 
 from islands import Axis, Bins, Island, IslandConfig
 
-from conftest import make_candidate, make_result
+from island_helpers import make_candidate, make_result
 
 
 def test_edges_axis_maps_by_declared_edges_and_clamps_only_at_the_ends():

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from islands import Island, IslandConfig
 from islands.checkpoint import CheckpointError
 
-from conftest import corpus_files, make_candidate, make_result
+from island_helpers import corpus_files, make_candidate, make_result
 
 TASK = "level1/19_ReLU"
 SOURCES = [p.name for p in corpus_files()]

@@ -7,7 +7,7 @@ import pytest
 from islands import describe
 from islands.patterns import AXES
 
-from conftest import backend_of, corpus_files, expected_levels
+from island_helpers import backend_of, corpus_files, expected_levels
 
 FILES = corpus_files()
 

@@ -8,7 +8,7 @@ import pytest
 
 from islands import InsertStatus, Island, IslandConfig
 
-from conftest import corpus_files, make_candidate, make_result
+from island_helpers import corpus_files, make_candidate, make_result
 
 TASK = "level1/19_ReLU"
 

@@ -6,8 +6,6 @@ import itertools
 import pathlib
 import re
 
-import pytest
-
 from foundry.types import Candidate, EvalResult
 
 CORPUS = pathlib.Path(__file__).parent / "corpus"
@@ -53,8 +51,3 @@ def make_result(candidate: Candidate, *, stage: int = 5, speedup: float | None =
                       stage=stage, correct=correct,
                       speedup_eager=speedup if correct else None,
                       error="" if correct else f"failed at stage {stage}")
-
-
-@pytest.fixture
-def corpus():
-    return corpus_files()

@@ -7,7 +7,7 @@ import pytest
 
 from islands import InsertStatus, Island, IslandConfig, Topology, migrate_due
 
-from conftest import corpus_files, make_candidate, make_result
+from island_helpers import corpus_files, make_candidate, make_result
 
 TASK = "level1/19_ReLU"
 SOURCES = [p.name for p in corpus_files() if p.name.startswith("triton")]
