@@ -161,7 +161,16 @@ class LLMClient:
         usage = [0, 0, 0.0]
         last = _Attempt(outcome="connection_error")
         for attempt in range(1, attempts_allowed + 1):
-            self.budget.admit()
+            try:
+                self.budget.admit()
+            except BudgetExhausted as e:  # the run log says which budget ended it
+                self._emit(LLMCallRecord(
+                    call_id=call_id, attempt=attempt, final=True, purpose=purpose,
+                    model=member.model, endpoint=endpoint_of(self._base_url(member)),
+                    outcome="budget", status=None, prompt_tokens=0, completion_tokens=0,
+                    usage_estimated=False, latency_s=0.0, cost_usd=0.0, error=str(e),
+                    task_id=task_id, island_id=island_id, prompt_id=prompt_id))
+                raise
             last = await self._attempt(member, messages, seed=seed, max_tokens=max_tokens)
             cost = self.config.price_for(member.model).cost(last.prompt_tokens, last.completion_tokens)
             self.budget.charge(prompt_tokens=last.prompt_tokens,

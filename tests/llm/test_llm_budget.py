@@ -24,7 +24,8 @@ async def test_max_calls_stops_new_calls(server):
         await client.complete(MSG)
     assert exc.value.budget == "max_calls" and "3 of 3" in str(exc.value)
     assert client.budget.exhausted_by == "max_calls"
-    assert len(server.chat_requests()) == 3 and len(records) == 3
+    assert len(server.chat_requests()) == 3 and len(records) == 4
+    assert records[-1].outcome == "budget" and "max_calls" in records[-1].error
     with pytest.raises(BudgetExhausted):  # stays ended
         await client.complete(MSG)
 
