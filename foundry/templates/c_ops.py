@@ -23,15 +23,12 @@ static inline float kf_exp(float x) {
     union { int32_t i; float f; } u; u.i = bits;
     return p * u.f;
 }
-static inline float kf_log(float x) {  /* x > 0, finite */
-    union { float f; int32_t i; } ux; ux.f = x; int32_t bits = ux.i;
-    int32_t e = ((bits >> 23) & 0xff) - 127;
-    int32_t mb = (bits & 0x7fffff) | 0x3f800000;
-    union { int32_t i; float f; } um; um.i = mb; float m = um.f;
-    int big = m > 1.41421356f;
-    m = big ? m * 0.5f : m;
-    e = big ? e + 1 : e;
-    float f = m - 1.f, t = f / (2.f + f), t2 = t * t;
+static inline float kf_log(float x) {  /* x > 0, finite; branch-free (mantissa in [sqrt(.5), sqrt(2))) */
+    union { float f; int32_t i; } ux; ux.f = x;
+    int32_t ix = ux.i - 0x3f3504f3;
+    int32_t e = ix >> 23;
+    union { int32_t i; float f; } um; um.i = (ix & 0x007fffff) + 0x3f3504f3;
+    float f = um.f - 1.f, t = f / (2.f + f), t2 = t * t;
     float s = 2.f * t * (1.f + t2 * (0.333333343f + t2 * (0.2f + t2 * (0.142857149f + t2 * 0.111111112f))));
     return (float)e * 0.693147182f + s;
 }
@@ -55,9 +52,16 @@ static inline float kf_erf(float x) {
     float r = ax < 0.125f ? small : y;
     return x < 0.f ? -r : r;
 }
+static inline float kf_log1p_unit(float u) {  /* log(1 + u) for u in [0, 1]: 2 atanh(u / (2 + u)) */
+    float t = u / (2.f + u), t2 = t * t;
+    return 2.f * t * (1.f + t2 * (0.333333343f + t2 * (0.2f + t2 * (0.142857149f + t2 * (0.111111112f
+           + t2 * (0.0909090936f + t2 * 0.0769230798f))))));
+}
 static inline float kf_softplus(float x, float beta, float threshold) {
     float z = x * beta;
-    return z > threshold ? x : kf_log(1.f + kf_exp(z)) / beta;
+    float az = z < 0.f ? -z : z;
+    float sp = ((z > 0.f ? z : 0.f) + kf_log1p_unit(kf_exp(-az))) / beta;
+    return z > threshold ? x : sp;
 }
 """
 

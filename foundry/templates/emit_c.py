@@ -175,6 +175,13 @@ def _reduce_paths(region: Region) -> list:
             body += ["float acc = 0.f;"] + _loop("l", "L", pre + [f"acc += kf_exp({v} - m);"],
                                                   "#pragma omp simd reduction(+:acc)" if contiguous else "")
             final = "(m == -INFINITY ? m : m + kf_log(acc))"
+        elif kind in ("argmax", "argmin") and contiguous:
+            red, fn, init = ("max", "kf_max", "-INFINITY") if kind == "argmax" else ("min", "kf_min", "INFINITY")
+            body = head + [f"float best = {init};"] + _loop("l", "L", pre + [f"best = {fn}(best, {v});"],
+                                                            f"#pragma omp simd reduction({red}:best)")
+            body += ["int64_t bi = 0;", "for (int64_t l = 0; l < L; l++) {", *["    " + x for x in pre],
+                     f"    if ({v} == best) {{ bi = l; break; }}", "}"]
+            final = "bi"
         elif kind in ("argmax", "argmin"):
             cmp = ">" if kind == "argmax" else "<"
             body = head + ["float best = 0.f; int64_t bi = 0;"] + _loop(
@@ -274,22 +281,22 @@ def _group_norm_paths(region: Region) -> list:
 
 def _scan_paths(region: Region) -> list:
     row = region.row
-    op, init = ("+", "0.f") if row.kind == "cumsum" else ("*", "1.f")
+    op, init = ("+", "0.0") if row.kind == "cumsum" else ("*", "1.0")
     lexpr = "(L - 1 - ll)" if row.reverse else "ll"
 
-    def update(v, acc):
+    def update(v, acc):  # double accumulator, as torch's CPU scan
         if row.exclusive:
-            return [f"const float x = {v};", f"const float e = {acc};", f"{acc} = {acc} {op} x;"]
-        return [f"const float x = {v};", f"{acc} = {acc} {op} x;", f"const float e = {acc};"]
+            return [f"const double x = (double){v};", f"const float e = (float){acc};", f"{acc} = {acc} {op} x;"]
+        return [f"const double x = (double){v};", f"{acc} = {acc} {op} x;", f"const float e = (float){acc};"]
 
     pre, v = _pre_at(region, f"base + {lexpr}")
-    row_body = ["const int64_t o = t;", "const int64_t base = o * L;", f"float acc = {init};"]
+    row_body = ["const int64_t o = t;", "const int64_t base = o * L;", f"double acc = {init};"]
     row_body += _loop("ll", "L", pre + update(v, "acc") + _post_write(region, "f", "e"))
     pre_c, vc = _pre_at(region, f"o * L * inner + {lexpr} * inner + c")
     col_body = ["const int64_t nb = (inner + @IBLOCK@ - 1) / @IBLOCK@;",
                 "const int64_t o = t / nb, c0 = (t % nb) * @IBLOCK@;",
                 "const int64_t c1 = c0 + @IBLOCK@ < inner ? c0 + @IBLOCK@ : inner;",
-                "float acc[@IBLOCK@];", f"for (int64_t c = c0; c < c1; c++) acc[c - c0] = {init};"]
+                "double acc[@IBLOCK@];", f"for (int64_t c = c0; c < c1; c++) acc[c - c0] = {init};"]
     col_body += _loop("ll", "L", ["#pragma omp simd", "for (int64_t c = c0; c < c1; c++) {",
                                   *["    " + x for x in pre_c + update(vc, "acc[c - c0]")
                                     + _post_write(region, "f", "e")], "}"])

@@ -397,6 +397,8 @@ def _rewrite(gm, groups, built) -> str:
         call.args = tuple(args)
         replaced[last.name] = call
     graph.eliminate_dead_code()
+    for n in graph.nodes:
+        n.type = None  # no annotations in the emitted forward
     code = graph.python_code(root_module="self")
     unknown = set(code.globals) - _FX_GLOBALS
     if unknown:

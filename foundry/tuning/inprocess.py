@@ -1,0 +1,110 @@
+"""A real in-process measurement for CPU tuning and benchmarks (not the judge): build
+the candidate with the given PARAMS, check it against the reference on the same inputs,
+then time eager and the candidate in interleaved rounds (median of per-round means).
+
+The runtime passes the sandboxed evaluator's `Evaluator.evaluate` to the tuner instead;
+this one is for tests and scripts where a trusted, fast measurement is enough.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+import types
+
+import torch
+
+from foundry.tasks.loader import build_module
+from foundry.types import Candidate, EvalResult, Stage, Task
+
+
+def load_candidate(source: str, params: dict, *, name: str = "foundry_candidate") -> types.ModuleType:
+    """Execute a candidate file with PARAMS set the way the evaluator sets it."""
+    mod = types.ModuleType(name)
+    exec(compile(source, f"<{name}>", "exec"), mod.__dict__)
+    merged = dict(getattr(mod, "PARAMS", {}) or {})
+    tunable = getattr(mod, "TUNABLE", {}) or {}
+    for k, v in tunable.items():
+        merged.setdefault(k, v[0])
+    merged.update(params or {})
+    mod.PARAMS = merged
+    return mod
+
+
+class InProcessMeasure:
+    """`measure(candidate) -> EvalResult`, comparing with the reference on one input set."""
+
+    def __init__(self, *, task: Task, seed: int = 0, rounds: int = 7, block_s: float = 0.01,
+                 atol: float | None = None, rtol: float | None = None):
+        self.task, self.seed, self.rounds, self.block_s = task, seed, rounds, block_s
+        self.atol = atol if atol is not None else (task.atol if task.atol is not None else 1e-4)
+        self.rtol = rtol if rtol is not None else (task.rtol if task.rtol is not None else 1e-4)
+        module = build_module(task)
+        self.init = list(module.get_init_inputs())
+        torch.manual_seed(seed)
+        self.reference = module.Model(*self.init)
+        torch.manual_seed(seed + 1)
+        self.inputs = list(module.get_inputs())
+        with torch.no_grad():
+            self.expected = self.reference(*self.inputs)
+        self._eager_ms: float | None = None
+
+    def _fail(self, cand: Candidate, stage: Stage, error: str) -> EvalResult:
+        return EvalResult(candidate_id=cand.candidate_id, task_id=cand.task_id, stage=int(stage),
+                          correct=False, error=error[:2000], hardware=_hardware())
+
+    def __call__(self, cand: Candidate) -> EvalResult:
+        t0 = time.perf_counter()
+        try:
+            mod = load_candidate(cand.source, cand.params)
+            torch.manual_seed(self.seed)
+            model = mod.ModelNew(*self.init)
+        except Exception as e:  # noqa: BLE001 - a broken candidate is a result, not a crash
+            return self._fail(cand, Stage.COMPILE, f"{type(e).__name__}: {e}")
+        try:
+            with torch.no_grad():
+                got = model(*self.inputs)
+        except Exception as e:  # noqa: BLE001
+            return self._fail(cand, Stage.RUNTIME, f"{type(e).__name__}: {e}")
+        if not isinstance(got, torch.Tensor) or got.shape != self.expected.shape or got.dtype != self.expected.dtype:
+            return self._fail(cand, Stage.SHAPE, f"output {getattr(got, 'shape', type(got))} "
+                                                 f"{getattr(got, 'dtype', '')}, expected "
+                                                 f"{tuple(self.expected.shape)} {self.expected.dtype}")
+        diff = (got.double() - self.expected.double()).abs()
+        if not torch.allclose(got.double(), self.expected.double(), atol=self.atol, rtol=self.rtol):
+            return self._fail(cand, Stage.VALUE, f"max abs error {diff.max().item():.3e} "
+                                                 f"(atol {self.atol}, rtol {self.rtol})")
+        eager_ms, cand_ms = self._time(lambda: self.reference(*self.inputs), lambda: model(*self.inputs))
+        return EvalResult(candidate_id=cand.candidate_id, task_id=cand.task_id, stage=int(Stage.CORRECT),
+                          correct=True, max_abs_err=float(diff.max().item()), runtime_ms=cand_ms,
+                          eager_ms=eager_ms, speedup_eager=eager_ms / cand_ms, eval_s=time.perf_counter() - t0,
+                          hardware=_hardware(), device="cpu")
+
+    def _time(self, eager, cand) -> tuple[float, float]:
+        with torch.no_grad():
+            n = _calls_per_block(cand, self.block_s)
+            m = _calls_per_block(eager, self.block_s)
+            e_ms, c_ms = [], []
+            for _ in range(self.rounds):
+                e_ms.append(_block(eager, m))
+                c_ms.append(_block(cand, n))
+        return statistics.median(e_ms), statistics.median(c_ms)
+
+
+def _calls_per_block(fn, block_s: float) -> int:
+    fn()
+    t0 = time.perf_counter()
+    fn()
+    one = max(time.perf_counter() - t0, 1e-6)
+    return max(1, min(10000, int(block_s / one)))
+
+
+def _block(fn, n: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    return (time.perf_counter() - t0) / n * 1e3
+
+
+def _hardware() -> str:
+    return f"cpu:{torch.get_num_threads()}-threads"

@@ -1,0 +1,145 @@
+"""Template-based parameter optimisation: search a candidate's TUNABLE space on the
+task's shapes and device with an injected measurement, keep the best values with the
+candidate, record every timing, cache per shape and device."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping
+
+from foundry.tuning.cache import TuningCache
+from foundry.tuning.space import SpaceError, points, read_tunable, size
+from foundry.types import Candidate, EvalResult, Task, content_hash
+
+
+@dataclass(frozen=True)
+class TunerConfig:
+    """budget: measurements per candidate (the defaults count as one); exhaustive_max:
+    spaces up to this many points are walked whole (within the budget), larger ones are
+    sampled; seed: the sampling seed; cache_path: JSON cache file (None: no cache)."""
+
+    budget: int = 16
+    exhaustive_max: int = 32
+    seed: int = 0
+    cache_path: str | None = None
+
+    def __post_init__(self) -> None:
+        if int(self.budget) < 1:
+            raise ValueError(f"TunerConfig.budget must be >= 1, got {self.budget!r}")
+        if int(self.exhaustive_max) < 1:
+            raise ValueError(f"TunerConfig.exhaustive_max must be >= 1, got {self.exhaustive_max!r}")
+
+    @classmethod
+    def from_config(cls, mapping: Mapping[str, Any] | None) -> "TunerConfig":
+        mapping = dict(mapping or {})
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(mapping) - allowed)
+        if unknown:
+            raise ValueError(f"unknown tuner config key(s) {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(sorted(allowed))}")
+        return cls(**mapping)
+
+
+@dataclass(frozen=True)
+class TuningRecord:
+    """One measurement of one parameter setting."""
+
+    params: dict
+    correct: bool
+    runtime_ms: float | None
+    speedup_eager: float | None
+    stage: int
+    error: str = ""
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    candidate: Candidate  # carries the best params (the input candidate when none was correct)
+    result: EvalResult | None  # the measurement of `candidate`, with metrics["tuning"]
+    records: tuple  # every TuningRecord, in the order measured
+    from_cache: bool = False
+
+
+Measure = Callable[[Candidate], EvalResult]
+
+
+def _with_params(cand: Candidate, params: dict) -> Candidate:
+    return Candidate.make(task_id=cand.task_id, source=cand.source, backend=cand.backend, params=params,
+                          parent_ids=cand.parent_ids, island_id=cand.island_id, generation=cand.generation,
+                          strategy_id=cand.strategy_id, origin=cand.origin, note=cand.note)
+
+
+def cache_key(task: Task, cand: Candidate, device: str) -> str:
+    return content_hash(cand.source, task.task_id, task.source_hash, cand.backend, device)
+
+
+class Tuner:
+    def __init__(self, *, config: TunerConfig | None = None):
+        self.config = config or TunerConfig()
+        self.cache = TuningCache(self.config.cache_path)
+
+    def tune(self, *, task: Task, candidate: Candidate, measure: Measure, device: str) -> TuneResult:
+        """Measure settings of `candidate`'s TUNABLE with `measure` and return the best
+        correct one (fastest median). A candidate without TUNABLE is measured once."""
+        try:
+            tunable = read_tunable(candidate.source)
+        except SpaceError as e:
+            res = measure(candidate)
+            return TuneResult(candidate, _annotate(res, [], f"no tuning: {e}"), ())
+        key = cache_key(task, candidate, device)
+        hit = self.cache.get(key)
+        if hit is not None and isinstance(hit.get("params"), dict):
+            best = _with_params(candidate, hit["params"])
+            res = measure(best)
+            if res.correct:
+                recs = [TuningRecord(**r) for r in hit.get("records", [])]
+                return TuneResult(best, _annotate(res, recs, "cached"), tuple(recs), from_cache=True)
+        records: list[TuningRecord] = []
+        best_c, best_r = None, None
+        budget = int(self.config.budget) if tunable else 1
+        for params in points(tunable, limit=budget, exhaustive_max=int(self.config.exhaustive_max),
+                             seed=int(self.config.seed), start=_valid_start(candidate.params, tunable)):
+            cand = _with_params(candidate, params)
+            res = measure(cand)
+            records.append(TuningRecord(params=dict(params), correct=bool(res.correct), runtime_ms=res.runtime_ms,
+                                        speedup_eager=res.speedup_eager, stage=int(res.stage),
+                                        error=(res.error or "")[:300]))
+            if res.correct and res.runtime_ms is not None and (
+                    best_r is None or res.runtime_ms < best_r.runtime_ms):
+                best_c, best_r = cand, res
+            if len(records) >= budget:
+                break
+        if best_c is None:
+            last = res if records else measure(candidate)
+            return TuneResult(candidate, _annotate(last, records, "no correct setting"), tuple(records))
+        self.cache.put(key, {"params": best_c.params, "runtime_ms": best_r.runtime_ms,
+                             "records": [r.to_dict() for r in records], "space_size": size(tunable)})
+        return TuneResult(best_c, _annotate(best_r, records, "tuned"), tuple(records))
+
+
+def _valid_start(params: dict, tunable: dict) -> dict:
+    return {k: v for k, v in (params or {}).items() if k in tunable and v in tunable[k]}
+
+
+def _annotate(res: EvalResult, records: list, status: str) -> EvalResult:
+    metrics = dict(res.metrics or {})
+    metrics["tuning"] = json.loads(json.dumps([r.to_dict() for r in records]))
+    metrics["tuning_status"] = status
+    return dataclasses.replace(res, metrics=metrics)
+
+
+def format_records(records, *, limit: int = 12) -> str:
+    """A short text table of tuning timings (for an LLM prompt)."""
+    rows = sorted(records, key=lambda r: (not r.correct, r.runtime_ms or float("inf")))[:limit]
+    lines = ["params | correct | runtime_ms | speedup_eager"]
+    for r in rows:
+        p = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
+        rt = f"{r.runtime_ms:.4f}" if r.runtime_ms is not None else "-"
+        sp = f"{r.speedup_eager:.2f}x" if r.speedup_eager is not None else "-"
+        lines.append(f"{p} | {'yes' if r.correct else 'no: ' + r.error[:60]} | {rt} | {sp}")
+    return "\n".join(lines)
