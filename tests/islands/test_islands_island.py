@@ -181,3 +181,17 @@ def test_add_fills_the_descriptor_and_context_builds_a_proposal_request():
     assert (req.mode, req.island_id, req.parent, req.prompt_id) == (
         "optimize", 2, cand, "p1")
     assert "compute level 3" in req.descriptor_hint
+
+
+def test_records_and_islands_pickle_for_ray():
+    """Elites travel between island actors and islands are restored by Ray: both pickle."""
+    import pickle
+    island = Island(island_id=1, task_id=TASK, seed=4)
+    _seed_island(island, n=3)
+    for elite in island.archive.elites():
+        assert pickle.loads(pickle.dumps(elite)) == elite
+    ctx = island.next_request_context()
+    assert pickle.loads(pickle.dumps(ctx)) == ctx
+    clone = pickle.loads(pickle.dumps(island))
+    assert clone.state_dict() == island.state_dict()
+    assert clone.next_request_context() == island.next_request_context()
