@@ -12,13 +12,16 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from pathlib import Path
 
 import torch
 
-from foundry.tasks.degeneracy import check_task
-from foundry.tasks.loader import build_module
-from foundry.tasks.suite import load_suite
-from foundry.types import Task
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # foundry from a source tree, if not installed
+
+from foundry.tasks.degeneracy import check_task  # noqa: E402
+from foundry.tasks.loader import build_module  # noqa: E402
+from foundry.tasks.suite import load_suite  # noqa: E402
+from foundry.types import Task  # noqa: E402
 
 
 def time_reference(task: Task, device: str) -> tuple[float, str]:

@@ -35,6 +35,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # quality_worker, beside this script
+sys.path.append(str(Path(__file__).resolve().parents[1]))  # foundry from a source tree, if not installed
 
 from foundry.tasks.roofline import DeviceCeilings, roofline_for_task  # noqa: E402
 from foundry.tasks.suite import load_suite, resolve_profile  # noqa: E402
