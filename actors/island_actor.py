@@ -110,4 +110,4 @@ class IslandActor:
 
     def status(self) -> dict:
         return {"pid": os.getpid(), "restored": self.restored,
-                "held": {t: len(h.seen) for t, h in self.worker.hosts.items()}}
+                "held": {t: len(h.island.history) for t, h in self.worker.hosts.items()}}

@@ -62,15 +62,19 @@ def validate_groups(groups: Mapping[str, Mapping[str, Any]], *, skip: tuple = ()
 
     def add(group: str, module: str, cls: str) -> None:
         def build(mapping: Mapping) -> Any:
-            return getattr(importlib.import_module(module), cls).from_config(dict(mapping))
+            try:
+                config_cls = getattr(importlib.import_module(module), cls)
+            except (ImportError, AttributeError) as e:
+                raise ValueError(f"{group}: cannot check this group, {module}.{cls} is missing ({e})") from None
+            return config_cls.from_config(dict(mapping))
         builders[group] = build
 
     add("evaluator", "foundry.evaluate", "EvalConfig")
     add("island", "islands", "IslandConfig")
     add("llm", "foundry.llm", "LLMConfig")
     add("prompt", "foundry.llm", "PromptEvolutionConfig")
-    add("templates", "foundry.templates", "TemplateConfig")
     add("tasks", "foundry.tasks.suite", "SuiteConfig")
+    add("templates", "foundry.templates.config", "TemplateConfig")
     out = {}
     for group, build in builders.items():
         if group in skip or group not in groups:

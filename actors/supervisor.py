@@ -45,8 +45,11 @@ class Supervisor:
         n_eval = self.gpus if self.gpus else s.ray.cpu_evaluators
         opts = evaluator_options(gpu=bool(self.gpus), cpus=s.ray.evaluator_cpus,
                                  max_restarts=s.ray.max_restarts, slots=s.ray.slots_per_evaluator)
+        eval_config = {**(raw.get("evaluator") or {})}
+        if not s.run.evaluator_impl:  # the runtime places evaluators, so it sets their device
+            eval_config["device"] = "cuda" if self.gpus else "cpu"
         self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
-            name=f"evaluator-{k}", eval_config=raw.get("evaluator") or {}, impl=s.run.evaluator_impl)
+            name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl)
             for k in range(n_eval)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)

@@ -1,0 +1,104 @@
+"""The Ray shells on the session's Ray instance: GPU pinning, an evaluator killed mid-run
+(its work re-queued, it restarts), an island actor killed (it restarts from its checkpoint)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _evaluators(ray, n, *, cost_s, gpu=False):
+    from actors.evaluator_actor import EvaluatorActor, evaluator_options
+    opts = evaluator_options(gpu=gpu, cpus=0 if gpu else 0.5, max_restarts=2, slots=1)
+    return {f"ev-{k}": EvaluatorActor.options(**opts).remote(
+        name=f"ev-{k}", eval_config={"cost_s": cost_s}, impl="actors.standins:fixed_cost_evaluator")
+        for k in range(n)}
+
+
+def test_one_evaluator_per_gpu(ray_session):
+    ray = ray_session
+    evs = _evaluators(ray, 2, cost_s=0.0, gpu=True)
+    infos = ray.get([e.info.remote() for e in evs.values()])
+    gpu_ids = [i["gpu_ids"] for i in infos]
+    assert all(len(g) == 1 for g in gpu_ids) and gpu_ids[0] != gpu_ids[1]
+    for e in evs.values():
+        ray.kill(e)
+
+
+def test_killed_evaluator_work_is_requeued_and_it_restarts(ray_session, relu_task):
+    ray = ray_session
+    from actors.dispatcher_actor import DispatcherActor
+    from foundry.types import Candidate
+    evs = _evaluators(ray, 2, cost_s=0.3)
+    first_pid = ray.get(evs["ev-0"].info.remote())["pid"]
+    disp = DispatcherActor.remote(budget=None, budget_per_key=None, retry_delay_s=0.2)
+    ray.get(disp.add_evaluators.remote(evs, 1))
+    cands = [Candidate.make(task_id=relu_task.task_id, source=f"# {i}", backend="c") for i in range(8)]
+    refs = [disp.submit.remote(relu_task, c) for c in cands]
+    time.sleep(0.45)  # both evaluators are busy with their second candidate
+    ray.kill(evs["ev-0"], no_restart=False)
+    outs = ray.get(refs)
+    assert [r.candidate_id for r, _, _ in outs] == [c.candidate_id for c in cands]
+    assert all(r.correct and not refusal for r, _, refusal in outs)
+    stats = ray.get(disp.stats.remote())
+    assert stats["requeued"] >= 1
+    deadline = time.time() + 30
+    while True:  # restarted by Ray: answers again from a new process
+        try:
+            info = ray.get(evs["ev-0"].info.remote(), timeout=5)
+            break
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            assert time.time() < deadline, "the evaluator actor did not restart"
+            time.sleep(0.3)
+    assert info["pid"] != first_pid
+    assert ray.get(disp.submit.remote(relu_task, Candidate.make(task_id=relu_task.task_id, source="# x", backend="c")))[0].correct
+    for e in evs.values():
+        ray.kill(e)
+    ray.kill(disp)
+
+
+def test_killed_island_actor_restarts_from_its_checkpoint(ray_session, relu_task, tmp_path):
+    ray = ray_session
+    from actors.dispatcher_actor import DispatcherActor
+    from actors.island_actor import IslandActor
+    evs = _evaluators(ray, 1, cost_s=0.0)
+    disp = DispatcherActor.remote(budget=None, budget_per_key=None)
+    ray.get(disp.add_evaluators.remote(evs, 1))
+    settings = {"island": {"count": 1}, "llm": {"provider": "none"}, "templates": {}, "backend": "c",
+                "in_flight": 2, "checkpoint_every_s": 0.3, "seed": 0,
+                "proposer_impl": "actors.standins:copy_kernel_proposer"}
+    actor = IslandActor.options(max_restarts=2, max_task_retries=0).remote(
+        island_index=0, tasks={relu_task.task_id: relu_task}, settings=settings, dispatcher=disp,
+        prompt_actor=None, checkpoint_dir=str(tmp_path))
+    run_ref = actor.run.remote()
+    drained = []
+    deadline = time.time() + 30
+    while len(drained) < 20:
+        drained += ray.get(actor.drain.remote())["records"]
+        assert time.time() < deadline
+        time.sleep(0.1)
+    time.sleep(0.5)  # a checkpoint after those
+    first = ray.get(actor.status.remote())
+    ray.kill(actor, no_restart=False)
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(run_ref, timeout=30)
+    deadline = time.time() + 30
+    while True:
+        try:
+            status = ray.get(actor.status.remote(), timeout=5)
+            break
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            assert time.time() < deadline, "the island actor did not restart"
+            time.sleep(0.3)
+    assert status["pid"] != first["pid"] and status["restored"] == 1
+    ray.get(actor.replay.remote([(c, r) for c, r, _ in drained]))
+    held = ray.get(actor.status.remote())["held"][relu_task.task_id]
+    assert held >= len(drained)  # everything drained before the kill is on the island
+    ray.get(actor.stop.remote("test over"))
+    for e in evs.values():
+        ray.kill(e)
+    ray.kill(actor)
+    ray.kill(disp)
