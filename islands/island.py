@@ -119,14 +119,16 @@ class Island:
 
     def describe(self, candidate: Candidate) -> tuple[Descriptor, tuple]:
         """The candidate's descriptor and its cell in this island's bins."""
-        key = candidate.candidate_id
-        d = self._descriptors.get(key)
+        d = self._descriptors.get(candidate.candidate_id)
         if d is None or d.backend != candidate.backend:
             d = describe(source=candidate.source, backend=candidate.backend)
-            self._descriptors[key] = d
-            if len(self._descriptors) > DESCRIPTOR_CACHE:
-                self._descriptors.popitem(last=False)
+            self._remember(candidate.candidate_id, d)
         return d, self.bins.cell(d.values(axis_names=self.bins.names))
+
+    def _remember(self, candidate_id: str, descriptor: Descriptor) -> None:
+        self._descriptors[candidate_id] = descriptor
+        if len(self._descriptors) > DESCRIPTOR_CACHE:
+            self._descriptors.popitem(last=False)
 
     # -- choosing what comes next ----------------------------------------------------
     def select_parent(self) -> Selection | None:
@@ -156,8 +158,11 @@ class Island:
             descriptor_hint=hint, seed=self._rng.getrandbits(31))
 
     # -- adding evaluated children ---------------------------------------------------
-    def add(self, *, candidate: Candidate, result: EvalResult) -> AddOutcome:
-        """Record an evaluated child of this island, insert it, advance the generation."""
+    def add(self, *, candidate: Candidate, result: EvalResult,
+            descriptor: Descriptor | None = None) -> AddOutcome:
+        """Record an evaluated child of this island, insert it, advance the generation.
+        `descriptor`: the candidate's `describe(...)` when already computed elsewhere
+        (e.g. next to the evaluation); otherwise the island analyses the source."""
         self._check_own(candidate, result)
         if candidate.island_id != self.island_id:
             raise ValueError(
@@ -168,6 +173,11 @@ class Island:
             raise ValueError(
                 f"candidate {candidate.candidate_id}: parent(s) {unknown} were never on "
                 f"island {self.island_id}; a child lands on its parent's island")
+        if descriptor is not None:
+            if descriptor.backend != candidate.backend:
+                raise ValueError(f"candidate {candidate.candidate_id}: descriptor is for "
+                                 f"backend {descriptor.backend!r}, not {candidate.backend!r}")
+            self._remember(candidate.candidate_id, descriptor)
         descriptor, cell = self.describe(candidate)
         if tuple(result.descriptor) != cell:
             result = dataclasses.replace(result, descriptor=cell)

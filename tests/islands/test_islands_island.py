@@ -195,3 +195,14 @@ def test_records_and_islands_pickle_for_ray():
     clone = pickle.loads(pickle.dumps(island))
     assert clone.state_dict() == island.state_dict()
     assert clone.next_request_context() == island.next_request_context()
+
+
+def test_add_accepts_a_precomputed_descriptor_of_the_right_backend():
+    from islands import describe
+    island = Island(island_id=0, task_id=TASK, seed=0)
+    cand = make_candidate(task_id=TASK, corpus="cuda_sum_warp_block_atomic.py")
+    d = describe(source=cand.source, backend="cuda")
+    assert island.add(candidate=cand, result=make_result(cand), descriptor=d).cell == (2, 2, 3)
+    other = make_candidate(task_id=TASK, corpus="triton_relu_block.py")
+    with pytest.raises(ValueError, match="backend 'cuda', not 'triton'"):
+        island.add(candidate=other, result=make_result(other), descriptor=d)
