@@ -7,7 +7,11 @@ torch version, as in a real run); then each candidate (every task x backend x tu
 value, all distinct sources/params) is evaluated once, in sequence, and the wall time
 of that loop gives candidates per minute. Target: >= 30 per minute.
 
-Usage: python benchmarks/gpu_throughput.py [--profile full|small] [--trials 3] [--json out.json]
+Sizes: --sizes kernelbench (default) uses KernelBench's own level-1 sizes for these ops
+(batch 16, dim 16384); --sizes full / small use the suite's profiles.
+
+Usage: python benchmarks/gpu_throughput.py [--sizes kernelbench|full|small] [--trials 3]
+       [--max-seconds S] [--json out.json]
 """
 
 from __future__ import annotations
@@ -32,7 +36,9 @@ def main() -> int:
     from foundry.types import Candidate
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--profile", default="full", choices=("full", "small"))
+    ap.add_argument("--sizes", default="kernelbench", choices=("kernelbench", "full", "small"))
+    ap.add_argument("--max-seconds", type=float, default=0.0,
+                    help="stop starting new candidates after this long (0: no limit)")
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--limit", type=int, default=0, help="evaluate at most this many candidates")
     ap.add_argument("--compile-baseline", action="store_true")
@@ -51,8 +57,13 @@ def main() -> int:
         jobs = jobs[:args.limit]
     cfg = EvalConfig.from_config({"device": "cuda", "trials": args.trials, "timeout_s": 240.0,
                                   "compile_baseline": args.compile_baseline, "memory_mb": 16384})
-    tasks = {s: load_task(gc.task_path(s), profile=args.profile) for s in stems}
-    report: dict = {"profile": args.profile, "trials": args.trials, "candidates": len(jobs)}
+    import dataclasses
+    profile = "small" if args.sizes == "small" else "full"
+    tasks = {s: load_task(gc.task_path(s), profile=profile) for s in stems}
+    if args.sizes == "kernelbench":
+        tasks = {s: dataclasses.replace(t, size_overrides={"BATCH": 16, "DIM": 16384})
+                 for s, t in tasks.items()}
+    report: dict = {"sizes": args.sizes, "trials": args.trials, "candidates_planned": len(jobs)}
     with Evaluator(config=cfg) as ev:
         t0 = time.perf_counter()
         for s in stems:
@@ -67,6 +78,8 @@ def main() -> int:
         rows = []
         t0 = time.perf_counter()
         for stem, backend, src, params in jobs:
+            if args.max_seconds and time.perf_counter() - t0 > args.max_seconds:
+                break
             task = tasks[stem]
             cand = Candidate.make(task_id=task.task_id, source=src, backend=backend, params=params)
             r = ev.evaluate(task=task, candidate=cand)
@@ -77,6 +90,7 @@ def main() -> int:
             print(json.dumps(rows[-1]), flush=True)
         wall = time.perf_counter() - t0
     report["wall_s"] = wall
+    report["candidates"] = len(rows)
     report["per_minute"] = len(rows) * 60.0 / wall
     report["correct"] = sum(r["correct"] for r in rows)
     report["eval_s_median"] = statistics.median(r["eval_s"] for r in rows)

@@ -15,7 +15,7 @@ RELU_TASK = ROOT / "benchmarks" / "suite" / "level1" / "08_ReLU.py"
 
 def gpu_eval_config(**overrides):
     from foundry.evaluate.config import EvalConfig
-    base = dict(device="cuda", trials=3, timeout_s=90.0, compile_baseline=False,
+    base = dict(device="cuda", trials=3, timeout_s=20.0, compile_baseline=False,
                 timing_min_ms=50.0, timing_min_calls=10, warmup_ms=10.0)
     base.update(overrides)
     return EvalConfig.from_config(base)
@@ -41,3 +41,9 @@ def judge():
 
     yield run
     ev.close()
+
+
+@pytest.fixture(scope="module")
+def honest_result(judge):
+    import exploits
+    return judge(exploits.HONEST, "cuda")
