@@ -8,6 +8,7 @@
     request = ctx.proposal_request(task=task, backend="triton")   # a ProposalRequest
     outcome = island.add(candidate=child, result=result)          # AddOutcome: status, cell,
                                              #   descriptor, result (descriptor filled), generation
+                                             # (descriptor=describe(...) skips the analysis)
     island.generation                        # this island's own counter (+1 per add)
     island.select_parent()                   # Selection(parent: Elite, mode) | None
     island.inspirations(parent=elite, k=3)   # elites of THIS island, other cells

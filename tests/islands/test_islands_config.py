@@ -53,3 +53,11 @@ def test_extra_axes_become_fixed_grid_axes():
     assert bins.names == ("memory", "compute", "parallelism", "source_lines")
     assert bins.shape == (4, 4, 4, 4)
     assert IslandConfig.from_config(cfg.to_dict()) == cfg
+
+
+def test_an_omegaconf_node_is_accepted_as_hydra_passes_it():
+    node = OmegaConf.load(DEFAULT_YAML)
+    node.extra_axes = {"kernel_count": [2, 3]}
+    node.topology = "all_to_all"
+    cfg = IslandConfig.from_config(dict(node))
+    assert cfg.topology == "all_to_all" and cfg.extra_axes == {"kernel_count": (2.0, 3.0)}
