@@ -26,43 +26,43 @@ sys.path.insert(0, str(HERE))
 
 CHILD = r'''
 import json, sys, importlib.util, torch
-sys.path.insert(0, sys.argv[3])
+sys.path.insert(0, sys.argv[1])
 import gpu_candidates as gc
 from foundry.tasks.loader import load_task, build_module
 from foundry.evaluate import cuda_timing as ct
-stem, backend = sys.argv[1], sys.argv[2]
-task = load_task(gc.task_path(stem), profile="full")
-mod = build_module(task)
-torch.manual_seed(0)
-init = mod.get_init_inputs()
-inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in mod.get_inputs()]
-path = sys.argv[4]
-spec = importlib.util.spec_from_file_location("cand", path)
-cand = importlib.util.module_from_spec(spec); spec.loader.exec_module(cand)
-model = cand.ModelNew(*init).cuda()
-ref = mod.Model(*init).cuda()
-with torch.no_grad():
-    assert torch.allclose(model(*inputs), ref(*inputs), atol=1e-4, rtol=1e-4)
-    t = ct.time_cuda(lambda: model(*inputs))
-    out = {"median_ms": t.median_ms, "spread": t.spread, "trials": t.trials, "rel_ci": t.rel_ci,
-           "host_ok": t.host_check_ok}
-    if len(sys.argv) > 5 and sys.argv[5] == "do_bench":
-        import triton.testing as tt
-        out["do_bench_ms"] = tt.do_bench(lambda: model(*inputs), warmup=50, rep=300, return_mode="median")
-        eager = ct.time_cuda(lambda: ref(*inputs))
-        out["eager_ms"] = eager.median_ms
-        out["eager_do_bench_ms"] = tt.do_bench(lambda: ref(*inputs), warmup=50, rep=300, return_mode="median")
-print(json.dumps(out))
+cfg = ct.GpuTimingConfig(budget_ms=600.0)
+results = {}
+for stem in sys.argv[3].split(","):
+    task = load_task(gc.task_path(stem), profile="full")
+    mod = build_module(task)
+    torch.manual_seed(0)
+    init = mod.get_init_inputs()
+    with torch.device("cuda"):  # the task's own generator, run on the GPU
+        inputs = list(mod.get_inputs())
+    spec = importlib.util.spec_from_file_location("cand_" + stem, f"{sys.argv[2]}/{stem}.py")
+    cand = importlib.util.module_from_spec(spec); spec.loader.exec_module(cand)
+    model = cand.ModelNew(*init).cuda()
+    ref = mod.Model(*init).cuda()
+    with torch.no_grad():
+        assert torch.allclose(model(*inputs), ref(*inputs), atol=1e-4, rtol=1e-4), stem
+        t = ct.time_cuda(lambda: model(*inputs), config=cfg)
+        out = {"median_ms": t.median_ms, "spread": t.spread, "trials": t.trials, "rel_ci": t.rel_ci,
+               "host_ok": t.host_check_ok}
+        if sys.argv[4] == "do_bench":
+            import triton.testing as tt
+            out["do_bench_ms"] = tt.do_bench(lambda: model(*inputs), warmup=50, rep=300, return_mode="median")
+            out["eager_ms"] = ct.time_cuda(lambda: ref(*inputs), config=cfg).median_ms
+            out["eager_do_bench_ms"] = tt.do_bench(lambda: ref(*inputs), warmup=50, rep=300, return_mode="median")
+    results[stem] = out
+    del inputs, model, ref
+    torch.cuda.empty_cache()
+print(json.dumps(results))
 '''
 
 
-def _run(stem: str, backend: str, *extra: str) -> dict:
-    import gpu_candidates as gc
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(gc.candidate(stem, backend))
-    res = subprocess.run([sys.executable, "-c", CHILD, stem, backend, str(HERE), f.name, *extra],
+def _run(stems: list[str], mode: str, cand_dir: str) -> dict:
+    res = subprocess.run([sys.executable, "-c", CHILD, str(HERE), cand_dir, ",".join(stems), mode],
                          capture_output=True, text=True, timeout=300, env=dict(os.environ))
-    os.unlink(f.name)
     if res.returncode != 0:
         raise RuntimeError(res.stderr[-3000:])
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -95,18 +95,23 @@ def main() -> int:
     ap.add_argument("--evaluator", action="store_true")
     ap.add_argument("--json", default="")
     args = ap.parse_args()
+    import gpu_candidates as gc
+    stems = ["08_ReLU", "11_Sigmoid", "10_GELU", "22_Softmax", "24_Sum_reduction"]
     report: dict = {}
-    runs = [_run("08_ReLU", "cuda") for _ in range(5)]
-    meds = [r["median_ms"] for r in runs]
-    report["reproducibility"] = {"medians_ms": meds, "spread": (max(meds) - min(meds)) / statistics.median(meds),
-                                 "trials": [r["trials"] for r in runs]}
-    print(json.dumps(report, indent=1), flush=True)
-    agree = {}
-    for stem in ("08_ReLU", "11_Sigmoid", "10_GELU", "22_Softmax", "24_Sum_reduction"):
-        r = _run(stem, "cuda", "do_bench")
+    with tempfile.TemporaryDirectory() as cand_dir:
+        for stem in stems:
+            Path(cand_dir, f"{stem}.py").write_text(gc.candidate(stem, "cuda"))
+        runs = [_run(["08_ReLU"], "plain", cand_dir)["08_ReLU"] for _ in range(5)]
+        meds = [r["median_ms"] for r in runs]
+        report["reproducibility"] = {"task": "level1/08_ReLU (full size), cuda backend",
+                                     "medians_ms": meds,
+                                     "spread": (max(meds) - min(meds)) / statistics.median(meds),
+                                     "trials": [r["trials"] for r in runs]}
+        print(json.dumps(report, indent=1), flush=True)
+        agree = _run(stems, "do_bench", cand_dir)
+    for stem, r in agree.items():
         r["rel_diff"] = abs(r["median_ms"] - r["do_bench_ms"]) / r["do_bench_ms"]
         r["eager_rel_diff"] = abs(r["eager_ms"] - r["eager_do_bench_ms"]) / r["eager_do_bench_ms"]
-        agree[stem] = r
         print(stem, json.dumps(r), flush=True)
     report["do_bench_agreement"] = agree
     if args.evaluator:
