@@ -299,10 +299,10 @@ class CudaDevice:
         # allocator reuse cannot see an earlier result either.
         import torch
         import torch.utils.deterministic as det
+        if enabled:
+            poison_free_memory()  # first: its own fills need no second (deterministic) fill
         torch.use_deterministic_algorithms(enabled, warn_only=True)
         det.fill_uninitialized_memory = True
-        if enabled:
-            poison_free_memory()
 
     def static_patterns(self) -> dict[str, list[str]]:
         return {
