@@ -185,8 +185,8 @@ class EvalResult(_Row):
     def fitness(self) -> float:
         """Stage, plus the speedup over eager for correct ones (a correct kernel
         always outranks an incorrect one)."""
-        if self.correct and self.speedup_eager is not None:
-            return float(Stage.CORRECT) + float(self.speedup_eager)
+        if self.correct:
+            return float(Stage.CORRECT) + float(self.speedup_eager or 0.0)
         return float(min(self.stage, int(Stage.VALUE)))
 
 

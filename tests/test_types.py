@@ -34,3 +34,9 @@ def test_fitness_ladder_correct_always_outranks_incorrect():
 
 def test_content_hash_separates_parts():
     assert content_hash("ab", "c") != content_hash("a", "bc")
+
+
+def test_correct_without_a_timing_still_outranks_wrong_values():
+    untimed = EvalResult(candidate_id="c", task_id="t", stage=int(Stage.CORRECT), correct=True)
+    wrong = EvalResult(candidate_id="a", task_id="t", stage=int(Stage.VALUE), correct=False)
+    assert untimed.fitness > wrong.fitness
