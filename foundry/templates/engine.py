@@ -50,15 +50,30 @@ def coverage(task: Task) -> str | None:
     return None
 
 
-def emit(task: Task, *, backend: str, variant: str = "fused", params: dict | None = None,
-         tunable: dict | None = None) -> str:
-    """The candidate source of `task` for `backend` from template `variant`."""
+def variants(task: Task, backend: str) -> tuple:
+    """The templates that apply to `task` on `backend`."""
     desc = describe_task(task)
+    if backend == "triton":
+        from foundry.templates.backend_triton import variants_for
+        return variants_for(desc)
+    return ("fused",)
+
+
+def emit(task: Task, *, backend: str, variant: str = "fused", unfused: tuple = (),
+         params: dict | None = None, tunable: dict | None = None) -> str:
+    """The candidate source of `task` for `backend` from template `variant`, with the
+    epilogues of regions `unfused` split into their own kernels. The first line is the
+    template marker (foundry.templates.mutate.TemplateState)."""
+    from foundry.templates.mutate import TemplateState, split_epilogues
+    if backend not in BACKENDS:
+        raise ValueError(f"no templates for backend {backend!r} (choose from {', '.join(BACKENDS)})")
+    desc = split_epilogues(describe_task(task), tuple(unfused))
     if backend == "c":
         from foundry.templates.backend_c import emit_c_candidate
-        return emit_c_candidate(desc=desc, task_source=task.source, params=params, tunable=tunable)
-    if backend == "triton":
+        src = emit_c_candidate(desc=desc, task_source=task.source, params=params, tunable=tunable)
+    else:
         from foundry.templates.backend_triton import emit_triton_candidate
-        return emit_triton_candidate(desc=desc, task_source=task.source, params=params,
-                                     tunable=tunable, variant=variant)
-    raise ValueError(f"no templates for backend {backend!r} (choose from {', '.join(BACKENDS)})")
+        src = emit_triton_candidate(desc=desc, task_source=task.source, params=params,
+                                    tunable=tunable, variant=variant)
+    marker = TemplateState(backend=backend, variant=variant, unfused=tuple(unfused)).marker()
+    return marker + "\n" + src

@@ -119,9 +119,47 @@ def _analyse(node, modules):
     return None
 
 
-def _tuple_rows(gm, modules):
-    """torch.max(x, dim) / torch.min(x, dim) produce a tuple: map getitem nodes to row ops."""
+def _flip_dims(node):
+    if node.op == "call_method" and node.target == "flip":
+        d = node.args[1:] if len(node.args) > 1 else (node.kwargs.get("dims"),)
+    elif node.op == "call_function" and node.target is torch.flip:
+        d = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dims"),)
+    else:
+        return None
+    d = d[0] if len(d) == 1 and isinstance(d[0], (list, tuple)) else d
+    return tuple(d) if all(isinstance(v, int) for v in d) else None
+
+
+def _reverse_scans(gm, modules, out, skip):
+    """x.flip(d).cumsum(d).flip(d) -> one reverse scan."""
+    for c in gm.graph.nodes:
+        dc = _flip_dims(c)
+        b = c.args[0] if dc and c.args else None
+        if not isinstance(b, fx.Node) or len(b.users) != 1 or len(dc) != 1:
+            continue
+        a = b.args[0] if b.args else None
+        if not isinstance(a, fx.Node) or len(a.users) != 1 or _flip_dims(a) is None:
+            continue
+        x = a.args[0]
+        if not isinstance(x, fx.Node) or _shape(x) is None or _dtype(x) != "float32":
+            continue
+        rank = len(_shape(x))
+        row = rowop_of(b, modules, rank)
+        da = _flip_dims(a)
+        if row is None or row.family != "scan" or len(da) != 1:
+            continue
+        d = row.dims[0]
+        if da[0] % rank != d or dc[0] % rank != d:
+            continue
+        out[c] = ("row", type(row)("scan", row.kind, x, (d,), True, reverse=True))
+        skip.update((a, b))
+
+
+def _tuple_rows(gm, modules, skip=None):
+    """torch.max(x, dim) / torch.min(x, dim) produce a tuple: map getitem nodes to row ops;
+    also x.flip(d).cumsum(d).flip(d) (a reverse scan); `skip` collects nodes absorbed."""
     out = {}
+    _reverse_scans(gm, modules, out, skip if skip is not None else set())
     for node in gm.graph.nodes:
         if node.op == "call_function" and getattr(node.target, "__name__", "") == "getitem":
             src = node.args[0]
@@ -158,7 +196,7 @@ def _grow(gm, modules, extra, barriers):
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "get_attr"):
             continue
-        info = extra.get(node) or (_analyse(node, modules) if node.op != "output" else None)
+        info = extra[node] if node in extra else (_analyse(node, modules) if node.op != "output" else None)
         joined = None
         if info and info[0] == "row":
             row = info[1]
@@ -220,7 +258,7 @@ def _grow(gm, modules, extra, barriers):
                 joined.nodes.append(node)
                 joined.last = node
                 region_of[node] = joined
-                extra.setdefault(node, info)
+                extra[node] = info
                 if node in barriers:
                     joined.closed = True
         bad = close_users(node, joined)
@@ -298,7 +336,10 @@ def describe(model: nn.Module, inputs) -> Description:
     modules = dict(gm.named_modules())
     barriers: set = set()
     for _ in range(64):
-        extra = _tuple_rows(gm, modules)
+        skip: set = set()
+        extra = _tuple_rows(gm, modules, skip)
+        for n in skip:
+            extra[n] = None
         grown, bad = _grow(gm, modules, extra, barriers)
         if bad is None:
             break
@@ -315,7 +356,7 @@ def describe(model: nn.Module, inputs) -> Description:
     built = []
     for k, (_, g) in enumerate(regions):
         built.append(_build_region(f"_k{k}", g, extra, modules))
-    src = _rewrite(gm, [g for _, g in regions], built)
+    src = _rewrite(gm, [g for _, g in regions], built, extra)
     prologues = tuple(_prologues(gm, modules))
     lin, lin_region, lin_fwd = _linear_epilogue(gm, modules, [g for _, g in regions], built)
     return Description(regions=tuple(built), forward_src=src, prologues=prologues,
@@ -362,7 +403,7 @@ def _attr_var(path):
     return None if path is None else "_w_" + path.replace(".", "_")
 
 
-def _rewrite(gm, groups, built) -> str:
+def _rewrite(gm, groups, built, extra) -> str:
     graph = gm.graph
     replaced: dict = {}
     for region in built:
@@ -376,11 +417,8 @@ def _rewrite(gm, groups, built) -> str:
                 for a in n.all_input_nodes:
                     names[a.name] = a
             if g.row_node is not None:
-                x = (g.row_node.args[0] if g.row_node.args else None)
-                # the row input (or, for torch.max tuples, its input)
-                for n in [x] + list(getattr(x, "all_input_nodes", [])):
-                    if isinstance(n, fx.Node):
-                        names.setdefault(n.name, n)
+                x = extra[g.row_node][1].x  # the row op's input (through tuples and flips)
+                names.setdefault(x.name, x)
             for var in region.inputs:
                 if var in replaced:
                     args.append(replaced[var])

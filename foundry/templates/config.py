@@ -1,0 +1,66 @@
+"""TemplateConfig: the `templates` config group (conf/templates/default.yaml)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+FAMILIES = ("pointwise", "reduce", "softmax", "norm", "scan")
+MUTATIONS = ("params", "template", "fusion")
+
+
+@dataclass(frozen=True)
+class TemplateConfig:
+    """enabled: use the template engine at all; families: op families templates may
+    cover (a task needing another is "not covered"); mutations: what optimize mode may
+    change (params: one TUNABLE value; template: the template choice, e.g. Triton
+    matmul-with-epilogue vs torch matmul + fused chain; fusion: fuse or split a region's
+    epilogue); tune_budget: measurements per candidate; tune_exhaustive_max: spaces up to
+    this size are searched whole; tune_seed: sampling seed; tune_cache: JSON cache path
+    (null: none)."""
+
+    enabled: bool = True
+    families: tuple = FAMILIES
+    mutations: tuple = MUTATIONS
+    tune_budget: int = 16
+    tune_exhaustive_max: int = 32
+    tune_seed: int = 0
+    tune_cache: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "families", tuple(self.families))
+        object.__setattr__(self, "mutations", tuple(self.mutations))
+        bad = [f for f in self.families if f not in FAMILIES]
+        if bad:
+            raise ValueError(f"templates.families: unknown family {bad[0]!r} (choose from {', '.join(FAMILIES)})")
+        bad = [m for m in self.mutations if m not in MUTATIONS]
+        if bad:
+            raise ValueError(f"templates.mutations: unknown mutation {bad[0]!r} (choose from {', '.join(MUTATIONS)})")
+        if not self.mutations:
+            raise ValueError("templates.mutations must name at least one mutation")
+        for name in ("tune_budget", "tune_exhaustive_max"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"templates.{name} must be >= 1, got {getattr(self, name)!r}")
+
+    @classmethod
+    def from_config(cls, mapping: Mapping[str, Any] | None) -> "TemplateConfig":
+        if mapping is None:
+            return cls()
+        if hasattr(mapping, "items") and not isinstance(mapping, dict):
+            try:
+                from omegaconf import OmegaConf
+                mapping = OmegaConf.to_container(mapping, resolve=True)  # type: ignore[assignment]
+            except Exception:  # noqa: BLE001 - a plain Mapping
+                mapping = dict(mapping.items())
+        allowed = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(mapping) - allowed)
+        if unknown:
+            raise ValueError(f"unknown templates config key(s) {', '.join(map(repr, unknown))}; "
+                             f"allowed: {', '.join(sorted(allowed))}")
+        return cls(**dict(mapping))
+
+    def tuner_config(self):
+        from foundry.tuning.tuner import TunerConfig
+        return TunerConfig(budget=self.tune_budget, exhaustive_max=self.tune_exhaustive_max,
+                           seed=self.tune_seed, cache_path=self.tune_cache)

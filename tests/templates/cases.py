@@ -1,0 +1,50 @@
+"""Small models covering every op family, shared by the C and Triton correctness tests.
+
+Each case: (name, forward body using xs, init body, init args, inputs expression)."""
+
+X = "[torch.randn(4, 33)]"
+X3 = "[torch.randn(3, 10, 7)]"
+X4 = "[torch.randn(2, 6, 5, 4)]"
+
+UNARY = ["torch.relu(x)", "F.leaky_relu(x, 0.2)", "F.gelu(x)", "F.gelu(x, approximate='tanh')",
+         "torch.sigmoid(x)", "torch.tanh(x)", "F.silu(x)", "F.mish(x)", "F.hardswish(x)",
+         "F.hardsigmoid(x)", "F.hardtanh(x, -0.5, 0.7)", "F.elu(x, alpha=0.9)", "torch.selu(x)",
+         "F.softplus(x)", "F.softplus(x, beta=2.0, threshold=1.0)", "F.softsign(x)",
+         "torch.clamp(x, min=-0.3, max=0.4)", "torch.exp(x)", "torch.abs(x)", "-x", "F.relu6(x * 4)",
+         "torch.sqrt(torch.abs(x) + 0.1)", "torch.rsqrt(torch.abs(x) + 0.1)", "torch.log(torch.abs(x) + 0.5)",
+         "torch.reciprocal(x.abs() + 1.0)", "x ** 2", "torch.pow(x, 3)", "torch.maximum(x, x * 0.5)",
+         "torch.minimum(x, torch.sigmoid(x))", "2.0 - x / 3.0", "x * torch.sigmoid(x) + 1.0"]
+
+CASES = [(f"pw{i}", f"x = xs[0]\nreturn {e}", "pass", "[]", X) for i, e in enumerate(UNARY)]
+CASES += [
+    ("bias_channel", "return torch.relu(xs[0]) + self.b", "self.b = nn.Parameter(torch.randn(6, 1, 1))", "[]", X4),
+    ("bias_last", "return F.gelu(xs[0] + self.b) * 2.0", "self.b = nn.Parameter(torch.randn(33))", "[]", X),
+    ("two_inputs", "return (xs[0] - xs[1]) * (xs[0] - xs[1])", "pass", "[]", "[torch.randn(4, 33), torch.randn(4, 33)]"),
+    ("mask", "return torch.cumsum(xs[0] * xs[1], dim=1)", "pass", "[]", "[torch.randn(4, 33), torch.rand(4, 33) > 0.5]"),
+    ("linear_chain", "return torch.tanh(self.l(xs[0])) * 0.5 + 1.0", "self.l = nn.Linear(33, 20)", "[]", X),
+    ("conv_chain", "y = self.c(xs[0])\nreturn F.hardswish(y) - 0.25", "self.c = nn.Conv2d(6, 8, 3, padding=1)", "[]", X4),
+]
+for kind in ["sum", "mean", "amax", "amin", "logsumexp", "argmax", "argmin"]:
+    for dim, inp, tag in [(-1, X, "last"), (1, X3, "mid"), (0, X3, "first")]:
+        CASES.append((f"{kind}_{tag}", f"return torch.{kind}(xs[0], dim={dim})", "pass", "[]", inp))
+CASES += [
+    ("max_values", "return torch.max(xs[0], dim=1)[0] * 2.0", "pass", "[]", X3),
+    ("sum_keep_post", "return torch.sigmoid(torch.sum(torch.relu(xs[0]), dim=1, keepdim=True))", "pass", "[]", X3),
+    ("sum_dims", "return xs[0].sum(dim=(2, 3))", "pass", "[]", X4),
+    ("norm2", "return torch.norm(xs[0], p=2, dim=1)", "pass", "[]", X),
+    ("prod", "return torch.prod(xs[0] * 0.5 + 1.0, dim=1)", "pass", "[]", X),
+    ("softmax_last", "return torch.softmax(xs[0] * 3.0, dim=-1)", "pass", "[]", X),
+    ("softmax_mid", "return torch.softmax(xs[0], dim=1)", "pass", "[]", X3),
+    ("log_softmax", "return F.log_softmax(xs[0], dim=1) + 1.0", "pass", "[]", X),
+    ("layernorm", "return self.n(xs[0])", "self.n = nn.LayerNorm(7)", "[]", X3),
+    ("layernorm2d", "return torch.relu(self.n(xs[0]))", "self.n = nn.LayerNorm([5, 4])", "[]", X4),
+    ("groupnorm", "return self.n(xs[0] + 1.0)", "self.n = nn.GroupNorm(3, 6)", "[]", X4),
+    ("groupnorm_bias", "return torch.tanh(self.n(torch.relu(xs[0]) + self.b))",
+     "self.n = nn.GroupNorm(2, 6)\nself.b = nn.Parameter(torch.randn(6, 1, 1))", "[]", X4),
+    ("instancenorm", "return self.n(xs[0]) / 2.0", "self.n = nn.InstanceNorm2d(6)", "[]", X4),
+    ("rmsnorm", "return self.n(xs[0])", "self.n = nn.RMSNorm(33)", "[]", X),
+    ("cumsum", "return torch.cumsum(xs[0], dim=1)", "pass", "[]", X),
+    ("cumsum_mid", "return torch.cumsum(xs[0], dim=1)", "pass", "[]", X3),
+    ("cumprod", "return torch.cumprod(xs[0] * 0.1 + 1.0, dim=-1)", "pass", "[]", X),
+    ("cumsum_reverse", "return torch.cumsum(xs[0].flip(1), 1).flip(1)", "pass", "[]", X),
+]
