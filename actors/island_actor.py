@@ -33,10 +33,7 @@ class _PromptClient:
             return "", {}
 
     async def report(self, **kw: Any) -> None:
-        try:
-            await self.handle.report.remote(**kw)
-        except RayActorError:
-            pass
+        self.handle.report.remote(**kw)  # fire and forget: outcomes are statistics
 
 
 def _call_row(record: Any) -> dict:

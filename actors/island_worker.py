@@ -25,6 +25,14 @@ log = logging.getLogger(__name__)
 Submit = Callable[[Task, Candidate], Awaitable[tuple]]  # -> (result | None, evaluator, refusal)
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory in MB."""
+    import resource
+    import sys
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
 class NoPrompts:
     """Prompt client used when there is no prompt evolver."""
 
@@ -71,7 +79,8 @@ class IslandWorker:
         out, calls = self.outbox, self.llm_calls
         self.outbox, self.llm_calls = [], []
         return {"records": out, "llm_calls": calls, "retired": dict(self.retired),
-                "stop_reason": self.stop_reason, "in_flight": len(self.in_flight_ids)}
+                "stop_reason": self.stop_reason, "in_flight": len(self.in_flight_ids),
+                "peak_rss_mb": peak_rss_mb()}
 
     # -- the loop ----------------------------------------------------------
     async def run(self) -> str:

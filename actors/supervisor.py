@@ -34,6 +34,7 @@ class Supervisor:
         self.islands: dict[int, Any] = {}
         self.runs: dict[int, Any] = {}
         self.finished: dict[int, str] = {}
+        self.peak_rss_mb: dict[str, float] = {}
 
     def _note(self, cand, result, *, session: bool) -> None:
         self.by_island.setdefault(cand.island_id, []).append((cand, result))
@@ -107,6 +108,8 @@ class Supervisor:
                 out = ray.get(ref, timeout=timeout)
             except (RayActorError, GetTimeoutError):
                 continue
+            self.peak_rss_mb[f"island-{i}"] = max(self.peak_rss_mb.get(f"island-{i}", 0.0),
+                                                  float(out.get("peak_rss_mb") or 0.0))
             for cand, result, evaluator in out["records"]:
                 self.evlog.append(cand, result, evaluator=evaluator)
                 self._note(cand, result, session=True)

@@ -180,6 +180,9 @@ def run(cfg: Any) -> Path:
         evlog.close()
         meta = run_dir.read_meta()
         meta["stop_reason"] = reason
+        from actors.island_worker import peak_rss_mb
+        meta["sessions"][-1]["peak_rss_mb"] = {"driver": peak_rss_mb(), **sup.peak_rss_mb}
+        meta["sessions"][-1]["evaluations"] = progress.session_evaluations
         meta["sessions"][-1]["ended"] = time.time()
         run_dir.write_meta(meta)
         view.close()
