@@ -43,7 +43,7 @@ def _tensor(ref: torch.Tensor, got: torch.Tensor, where: str, atol, rtol) -> Com
         return Comparison("shape", f"{where}: shape {tuple(got.shape)}, expected {tuple(ref.shape)}")
     if got.dtype != ref.dtype:
         return Comparison("shape", f"{where}: dtype {got.dtype}, expected {ref.dtype}")
-    if ref.numel() == 0:
+    if ref.numel() == 0 or bool(torch.equal(ref, got)):
         return Comparison("ok")
     if not (ref.is_floating_point() or ref.is_complex()):
         bad = (got != ref)

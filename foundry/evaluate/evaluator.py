@@ -74,6 +74,8 @@ class Evaluator:
     def _result(self, task: Task, cand: Candidate, t0: float, stage: Stage, **kw: Any) -> EvalResult:
         kw["error"] = self._clean(kw.get("error", ""))
         kw["flags"] = tuple(kw.get("flags", ()))
+        if kw["flags"] and stage == Stage.CORRECT:
+            stage = Stage.VALUE  # a guard fired: never "correct"
         return EvalResult(candidate_id=cand.candidate_id, task_id=task.task_id, stage=int(stage),
                           correct=stage == Stage.CORRECT and not kw["flags"],
                           eval_s=time.monotonic() - t0, hardware=self.hardware,
@@ -83,8 +85,9 @@ class Evaluator:
         cfg = self.config
 
         def on_idle(out: JobOutcome) -> bytes:
-            if stop_early or any(m.header.get("torch_ops") or m.header.get("launches") == 0 or
-                                 m.header.get("inputs_changed") for m in out.of_kind("trial")):
+            strict = not cfg.allow_torch_ops
+            if stop_early or any((strict and (m.header.get("torch_ops") or m.header.get("launches") == 0))
+                                 or m.header.get("inputs_changed") for m in out.of_kind("trial")):
                 return b"s"
             return b"g"
 

@@ -27,7 +27,7 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from foundry import kernels  # noqa: E402
-from foundry.evaluate import protocol  # noqa: E402
+from foundry.evaluate import cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
 from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.tasks.inputs import InputSpec, clone_inputs, make_init_inputs, make_inputs, seed_everything  # noqa: E402
 from foundry.tasks.loader import build_module  # noqa: E402
@@ -80,10 +80,11 @@ class Worker:
     def send(self, header: dict, tensors=()) -> None:
         protocol.send(self.result_fd, header, tensors)
 
-    def wait_go(self) -> None:
-        """Tell the judge the worker is idle, and block until it has probed us."""
+    def wait_go(self) -> bool:
+        """Tell the judge the worker is idle, and block until it has probed us; False when
+        the judge says stop."""
         self.send({"kind": "idle"})
-        os.read(self.job_fd, 1)
+        return os.read(self.job_fd, 1) == b"g"
 
     # ------------------------------------------------------------------ setup
     def build_inputs(self) -> None:
@@ -191,9 +192,9 @@ class Worker:
             return
         tensors = []
         self.send({"kind": "repeat", "index": 0, "tree": protocol.encode_tree(out, tensors)}, tensors)
-        self.wait_go()
+        go = self.wait_go()
         timing = job.get("timing")
-        if timing:
+        if timing and go:
             self.time_model(models[0], timing, kind="timing")
             self.wait_go()
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 # the worker's timed total may fall short of the judge's observed window by at most this
 # fraction plus a fixed allowance (message passing, packing the final outputs)
 HIDDEN_FRACTION = 0.3
-FIXED_ALLOWANCE_MS = 10.0
+FIXED_ALLOWANCE_MS = 25.0
 # the median block may not be far below the mean block (work hidden in a few blocks)
 MEDIAN_TO_MEAN_MIN = 0.5
 
@@ -49,10 +49,9 @@ def analyze(header: dict, *, started_at: float | None, ended_at: float) -> Timin
     else:
         window_ms = (ended_at - started_at) * 1000
         metrics["judge_window_ms"] = window_ms
-        if total_ms > window_ms * 1.02 + 2.0:
-            flags.append("timing_mismatch")
-            reason = f"worker reports {total_ms:.1f} ms of runs in a {window_ms:.1f} ms window"
-        elif total_ms < window_ms * (1 - HIDDEN_FRACTION) - FIXED_ALLOWANCE_MS:
+        # (a report longer than the window only makes the candidate look slower; the judge's
+        # view of the window's start can lag on a busy machine, so that is not flagged)
+        if total_ms < window_ms * (1 - HIDDEN_FRACTION) - FIXED_ALLOWANCE_MS:
             flags.append("timing_mismatch")
             reason = (f"worker reports {total_ms:.1f} ms of runs but took {window_ms:.1f} ms "
                       f"by the judge's clock")

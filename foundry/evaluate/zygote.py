@@ -135,7 +135,10 @@ def main() -> None:
     modules = [m for m in sys.argv[2].split(",") if m] if len(sys.argv) > 2 else []
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    failed = _preload(["torch", "foundry.evaluate.harness", *modules])
+    # torch.use_deterministic_algorithms (memory poisoning) imports torch._inductor.config,
+    # which takes seconds: pay that once here, not in every child
+    failed = _preload(["torch", "torch._inductor.config", "torch.utils.deterministic",
+                       "foundry.evaluate.harness", *modules])
     sock.send(json.dumps({"ready": True, "pid": os.getpid(), "failed": failed}).encode())
     while True:
         try:

@@ -1,0 +1,214 @@
+"""Unit tests of the judge's pure parts: channel, secrets, comparison, timing report,
+inputs, static checks."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+import torch
+
+from foundry.evaluate import protocol
+from foundry.evaluate.backends import get_backend
+from foundry.evaluate.compare import compare
+from foundry.evaluate.secrets import Scrubber, clean_env, truncate
+from foundry.evaluate.static_checks import check_source
+from foundry.evaluate.timing_report import analyze
+from foundry.tasks.inputs import InputSpec, make_inputs, trial_plan
+
+
+# ------------------------------------------------------------------ channel
+def _roundtrip(data: bytes):
+    r, w = os.pipe()
+    os.write(w, data)
+    os.close(w)
+    try:
+        return protocol.Reader(r, max_bytes=1 << 20).read(deadline=1e18)
+    finally:
+        os.close(r)
+
+
+def test_channel_roundtrip_of_an_output_tree():
+    t = [torch.randn(3, 4), torch.arange(5, dtype=torch.int64), torch.randn(2).to(torch.bfloat16)]
+    tensors: list = []
+    tree = protocol.encode_tree((t[0], [t[1], {"x": t[2]}], 1.5, None), tensors)
+    header, got = _roundtrip(protocol.pack({"kind": "trial", "tree": tree}, tensors))
+    out = protocol.decode_tree(header["tree"], got)
+    assert torch.equal(out[0], t[0]) and torch.equal(out[1][0], t[1]) and torch.equal(out[1][1]["x"], t[2])
+    assert out[2] == 1.5 and out[3] is None
+
+
+@pytest.mark.parametrize("data", [
+    b"XXX" + b"\0" * 10,  # bad magic
+    b"KF1" + struct.pack("<I", 5) + b"nope!",  # not JSON
+    b"KF1" + struct.pack("<I", 9) + b"[1, 2, 3]",  # not an object
+])
+def test_malformed_frames_are_protocol_errors(data):
+    with pytest.raises(protocol.ProtocolError):
+        _roundtrip(data)
+
+
+def test_tensor_size_must_match_its_shape():
+    head = b'{"tensors": [{"dtype": "float32", "shape": [4], "nbytes": 8}]}'
+    with pytest.raises(protocol.ProtocolError, match="size"):
+        _roundtrip(b"KF1" + struct.pack("<I", len(head)) + head + b"\0" * 8)
+
+
+def test_closed_channel_and_bad_trees():
+    with pytest.raises(protocol.ChannelClosed):
+        _roundtrip(b"")
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_tree({"t": "tensor", "i": 3}, [])
+    with pytest.raises(protocol.ProtocolError):
+        protocol.decode_tree({"t": "pickle", "data": "..."}, [])
+
+
+# ------------------------------------------------------------------ secrets
+def test_clean_env_strips_secret_names_and_configured_names():
+    env = {"OPENAI_API_KEY": "a", "HF_TOKEN": "b", "DB_PASSWORD": "c", "MY_SECRET": "d",
+           "CUSTOM": "e", "PATH": "/bin"}
+    assert clean_env(env, ["CUSTOM"]) == {"PATH": "/bin"}
+
+
+def test_scrubber_removes_plain_and_encoded_values():
+    import base64
+    s = Scrubber(["sk-verysecret-123"])
+    text = f"a sk-verysecret-123 b {base64.b64encode(b'sk-verysecret-123').decode()} c {'sk-verysecret-123'[::-1]}"
+    out = s(text)
+    assert "verysecret" not in out and "terces" not in out and out.count("[redacted]") == 3
+
+
+def test_truncate_keeps_head_and_tail():
+    t = truncate("H" * 100 + "x" * 10000 + "TAIL", 500)
+    assert len(t) < 600 and t.startswith("H") and t.endswith("TAIL")
+
+
+# ------------------------------------------------------------------ comparison
+def test_compare_kinds():
+    ref = torch.randn(4, 5)
+    assert compare(ref, ref.clone()).ok
+    assert compare(ref, ref + 1e-6).ok
+    assert compare(ref, ref + 1e-2).kind == "value"
+    assert compare(ref, ref.reshape(20)).kind == "shape"
+    assert compare(ref, ref.double()).kind == "shape"
+    bad = ref.clone()
+    bad[0, 0] = float("nan")
+    c = compare(ref, bad)
+    assert c.kind == "value" and c.non_finite
+    assert compare((ref, ref), [ref]).kind == "shape"
+    assert compare(torch.tensor([1, 2]), torch.tensor([1, 3])).kind == "value"
+
+
+def test_compare_tolerance_scales_with_output_size():
+    ref = torch.randn(1000) * 1e4
+    assert compare(ref, ref * (1 + 1e-5)).ok
+    assert not compare(ref, ref * (1 + 1e-2)).ok
+
+
+# ------------------------------------------------------------------ timing report
+def _report(blocks_ms, per=10):
+    return {"block_ns": [int(b * 1e6) for b in blocks_ms], "calls_per_block": per}
+
+
+def test_timing_report_median_and_spread():
+    v = analyze(_report([10, 10, 11, 10, 12]), started_at=0.0, ended_at=0.0535)
+    assert v.flags == () and v.runtime_ms == pytest.approx(1.0) and v.spread is not None
+
+
+def test_timing_report_flags_hidden_time_and_skewed_blocks():
+    hidden = analyze(_report([1, 1, 1, 1, 1]), started_at=0.0, ended_at=0.5)
+    assert "timing_mismatch" in hidden.flags
+    skewed = analyze(_report([0.1, 0.1, 0.1, 0.1, 100]), started_at=0.0, ended_at=0.101)
+    assert "timing_mismatch" in skewed.flags
+    assert "timing_mismatch" in analyze({"block_ns": "x"}, started_at=0.0, ended_at=1.0).flags
+    assert "timing_mismatch" in analyze(_report([1] * 5), started_at=None, ended_at=1.0).flags
+
+
+# ------------------------------------------------------------------ inputs
+class _Task:
+    N = 64
+
+    @staticmethod
+    def get_inputs():
+        return [torch.randn(_Task.N), torch.rand(_Task.N), torch.randint(0, 5, (3,))]
+
+
+def test_inputs_are_seeded_and_heavy_tailed_keeps_signs():
+    a = make_inputs(_Task, InputSpec(5))
+    b = make_inputs(_Task, InputSpec(5))
+    c = make_inputs(_Task, InputSpec(6))
+    assert all(torch.equal(x, y) for x, y in zip(a, b)) and not torch.equal(a[0], c[0])
+    h = make_inputs(_Task, InputSpec(5, "heavy"))
+    assert torch.equal(torch.sign(h[0]), torch.sign(a[0])) and (h[1] >= 0).all()
+    assert h[0].abs().max() > 3 * a[0].abs().max() or h[0].abs().max() > 20
+    assert torch.equal(h[2], a[2])  # integer inputs unchanged
+    plan = trial_plan(4, 1)
+    assert len({p.seed for p in plan}) == 4 and {p.distribution for p in plan} == {"standard", "heavy"}
+    with pytest.raises(ValueError, match="distribution"):
+        InputSpec(1, "cauchy")
+
+
+# ------------------------------------------------------------------ static checks
+HONEST_C = '''
+import torch
+import torch.nn as nn
+from foundry.kernels import c
+SRC = r"""
+#include <stdint.h>
+void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0 ? x[i] : 0; }
+"""
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lib = c.build(SRC)
+        self.w = nn.Parameter(torch.randn(4))
+    def forward(self, x):
+        y = torch.empty_like(x.contiguous())
+        self.lib.relu(x, y, x.numel())
+        return y.view(x.shape)
+'''
+
+
+def _flags(src, backend="c", **kw):
+    return set(check_source(src, backend=get_backend(backend), **kw).flags)
+
+
+def test_honest_source_has_no_flags():
+    assert _flags(HONEST_C) == set()
+
+
+@pytest.mark.parametrize("snippet,flag", [
+    ("import time\n", "timer_tampering"),
+    ("import gc\nx = gc.get_objects()\n", "introspection"),
+    ("import torch\ntorch.allclose = lambda *a, **k: True\n", "monkeypatch"),
+    ("import os\nos._exit(0)\n", "process_control"),
+    ("import threading\n", "threads"),
+    ("import os\nk = os.environ\n", "env_access"),
+    ("import torch\ntorch.use_deterministic_algorithms(False)\n", "torch_patching"),
+    ("from foundry.kernels import record_launch\n", "launch_tampering"),
+    ("def f(x):\n    return x.half()\n", "precision_drop"),
+    ("def f(x):\n    try:\n        pass\n    except Exception:\n        return x\n", "torch_fallback"),
+    ("import torch\ndef f(a, b):\n    return torch.matmul(a, b)\n", "torch_compute"),
+    ("def f(a, b):\n    return a @ b\n", "torch_compute"),
+    ("def f(x):\n    return Model()(x)\n", "reference_call"),
+])
+def test_static_guard_fires(snippet, flag):
+    assert flag in _flags(HONEST_C + "\n" + snippet)
+
+
+def test_no_kernel_and_allowances():
+    pure = "import torch\nimport torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return torch.relu(x)\n"
+    assert {"no_kernel", "torch_compute"} <= _flags(pure)
+    assert _flags(pure, allow_torch_ops=True) == set()
+    assert "precision_drop" not in _flags(HONEST_C + "\ny = 1 if True else x.half()\n",
+                                          task_source="x = torch.randn(3).half()")
+    assert check_source("def (:", backend=get_backend("c")).syntax_error
+
+
+def test_triton_kernel_bodies_are_not_torch_compute():
+    src = ('import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n'
+           '@triton.jit\ndef k(x_ptr, n, B: tl.constexpr):\n    v = tl.load(x_ptr + tl.arange(0, B))\n'
+           '    tl.store(x_ptr, tl.sum(tl.exp(v), axis=0))\n'
+           'class ModelNew(nn.Module):\n    def forward(self, x):\n        k[(1,)](x, 1, B=16)\n        return x\n')
+    assert _flags(src, backend="triton") == set()
