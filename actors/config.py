@@ -122,6 +122,7 @@ class RunOptions(_FromConfig):
     WHERE = "run"
     backend: str = _field("str", "auto", choices=("auto", "c", "triton", "cuda", "cuda_inline"))
     in_flight_per_island: int = _field("int", 2, min=1)  # candidates each island keeps in flight
+    tune: bool = _field("bool", True)  # tune a candidate's TUNABLE space (templates.tune_*)
     max_duplicates: int = _field("int", 64, min=1)  # consecutive already-seen proposals -> task done
     checkpoint_every_s: float = _field("float", 30.0, min=0)
     migrate_every_s: float = _field("float", 10.0, min=0)

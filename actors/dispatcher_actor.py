@@ -22,6 +22,11 @@ def _caller(handle):
     return call
 
 
+def _failed(candidate: Candidate, error: str) -> EvalResult:
+    return EvalResult(candidate_id=candidate.candidate_id, task_id=candidate.task_id,
+                      stage=int(Stage.RUNTIME), correct=False, error=error[:500])
+
+
 @ray.remote(num_cpus=0)
 class DispatcherActor:
     def __init__(self, *, budget: int | None, budget_per_key: int | None,
@@ -34,18 +39,19 @@ class DispatcherActor:
         for name, handle in handles.items():
             self.balancer.add_worker(name, _caller(handle), slots=slots)
 
-    async def submit(self, task: Task, candidate: Candidate) -> tuple[EvalResult | None, str, str]:
-        """Returns (result, evaluator name, refusal). A refusal ("all: ..."/"key: ...")
-        comes with no result; a candidate that lost its evaluator too often gets a
-        runtime-stage result saying so."""
+    async def submit(self, task: Task, candidate: Candidate) -> tuple:
+        """Returns (candidate as evaluated, result, evaluator name, refusal). A refusal
+        ("all: ..."/"key: ...") comes with no result; a candidate that lost its evaluator
+        too often, or met an evaluator error, gets a runtime-stage result saying so."""
         try:
-            result, name = await self.balancer.submit((task, candidate), key=task.task_id)
-            return result, name, ""
+            evaluated, result, name = await self.balancer.submit((task, candidate), key=task.task_id)
+            return evaluated, result, name, ""
         except Refused as r:
-            return None, "", f"{r.scope}: {r.reason}"
+            return candidate, None, "", f"{r.scope}: {r.reason}"
         except EvaluationLost as e:
-            return (EvalResult(candidate_id=candidate.candidate_id, task_id=task.task_id,
-                               stage=int(Stage.RUNTIME), correct=False, error=str(e)[:500]), "", "")
+            return candidate, _failed(candidate, str(e)), "", ""
+        except Exception as e:  # noqa: BLE001 - an evaluator bug must not stop the island
+            return candidate, _failed(candidate, f"evaluator error: {type(e).__name__}: {e}"), "", ""
 
     def close(self, reason: str, key: str | None = None) -> None:
         self.balancer.close(reason, key)

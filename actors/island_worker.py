@@ -11,6 +11,7 @@ outcome to the prompt evolver and put the record in the outbox the driver drains
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import time
@@ -22,7 +23,8 @@ from foundry.store.rundir import task_file_name, write_atomic
 from foundry.types import Candidate, EvalResult, ProposalRequest, Task
 
 log = logging.getLogger(__name__)
-Submit = Callable[[Task, Candidate], Awaitable[tuple]]  # -> (result | None, evaluator, refusal)
+# submit(task, candidate) -> (candidate as evaluated, result | None, evaluator, refusal)
+Submit = Callable[[Task, Candidate], Awaitable[tuple]]
 
 
 def peak_rss_mb() -> float:
@@ -139,14 +141,17 @@ class IslandWorker:
         self.duplicates[task_id] = 0
         self.in_flight_ids.add(cid)
         try:
-            result, evaluator, refusal = await self.submit(task, child)
+            evaluated, result, evaluator, refusal = await self.submit(task, child)
         finally:
             self.in_flight_ids.discard(cid)
         if refusal:
             scope, _, reason = refusal.partition(": ")
             self.stop(reason) if scope == "all" else self.retire(task_id, reason)
             return
-        if host.has_seen(cid):  # arrived meanwhile (a migrant or a twin proposal)
+        if evaluated.candidate_id != cid:  # tuned: the same code with the best params found
+            child = dataclasses.replace(evaluated, island_id=child.island_id, parent_ids=child.parent_ids,
+                                        generation=child.generation, strategy_id=child.strategy_id)
+        if host.has_seen(child.candidate_id):  # arrived meanwhile (a migrant, a twin, a tuned twin)
             return
         result, _ = host.add(child, result)
         self.outbox.append((child, result, evaluator))

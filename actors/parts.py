@@ -41,7 +41,7 @@ def make_proposer(*, llm: Mapping[str, Any], templates: Mapping[str, Any],
     if llm_config.enabled:
         return LLMProposer(llm_config, on_call=on_llm_call)
     from foundry.templates import TemplateConfig, TemplateProposer
-    return TemplateProposer(config=TemplateConfig.from_config(dict(templates)), seed=seed + island_index)
+    return TemplateProposer(config=TemplateConfig.from_config(dict(templates)))
 
 
 def island_seed(seed: int, island_index: int, task_id: str) -> int:

@@ -11,6 +11,7 @@ import ray
 from ray.exceptions import GetTimeoutError, RayActorError
 
 from actors.dispatcher_actor import DispatcherActor
+from actors.evaluation import tuner_config
 from actors.evaluator_actor import EvaluatorActor, evaluator_options
 from actors.island_actor import IslandActor
 from actors.prompt_actor import PromptEvolverActor
@@ -47,10 +48,11 @@ class Supervisor:
         opts = evaluator_options(gpu=bool(self.gpus), cpus=s.ray.evaluator_cpus,
                                  max_restarts=s.ray.max_restarts, slots=s.ray.slots_per_evaluator)
         eval_config = {**(raw.get("evaluator") or {})}
+        tuning = tuner_config(raw.get("templates") or {}) if s.run.tune else None
         if not s.run.evaluator_impl:  # the runtime places evaluators, so it sets their device
             eval_config["device"] = "cuda" if self.gpus else "cpu"
         self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
-            name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl)
+            name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning)
             for k in range(n_eval)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)

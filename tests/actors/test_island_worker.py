@@ -18,9 +18,9 @@ def make_worker(task, *, index=0, budget=None, in_flight=3, proposer=None, promp
     async def submit(t, cand):
         await asyncio.sleep(0.001)
         if budget is not None and state["n"] >= budget:
-            return None, "", "all: evaluation budget spent"
+            return cand, None, "", "all: evaluation budget spent"
         state["n"] += 1
-        return ev.evaluate(task=t, candidate=cand), "ev-0", ""
+        return cand, ev.evaluate(task=t, candidate=cand), "ev-0", ""
 
     hosts = {task.task_id: IslandHost(make_island(island={"count": 2}, island_index=index,
                                                   task_id=task.task_id, seed=0))}

@@ -1,0 +1,44 @@
+"""What an evaluator actor does with one candidate (pure, no Ray): evaluate it, or, when
+it declares a parameter space (`TUNABLE`) and tuning is on, tune it with the evaluator
+as the measurement (foundry.tuning) and return the best setting and its result."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Mapping
+
+from foundry.types import Candidate, EvalResult, Task
+
+_TUNABLE = re.compile(r"^TUNABLE\s*[:=]", re.M)
+
+
+def tuner_config(templates: Mapping[str, Any]) -> dict:
+    """The tuner's settings from the `templates` group (its tune_* keys)."""
+    return {"budget": int(templates.get("tune_budget", 16)),
+            "exhaustive_max": int(templates.get("tune_exhaustive_max", 32)),
+            "seed": int(templates.get("tune_seed", 0)), "cache_path": templates.get("tune_cache")}
+
+
+class EvaluationService:
+    def __init__(self, *, evaluator: Any, tuning: Mapping[str, Any] | None, device: str):
+        self.evaluator, self.device = evaluator, device
+        self.tuner = None
+        if tuning is not None:
+            from foundry.tuning import Tuner, TunerConfig
+            self.tuner = Tuner(config=TunerConfig.from_config(dict(tuning)))
+        self.measurements = 0
+
+    def _measure(self, task: Task):
+        def measure(candidate: Candidate) -> EvalResult:
+            self.measurements += 1
+            return self.evaluator.evaluate(task=task, candidate=candidate)
+        return measure
+
+    def run(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult]:
+        """(the candidate as evaluated, possibly with tuned params; its result)."""
+        if self.tuner is None or not candidate.source or not _TUNABLE.search(candidate.source):
+            return candidate, self._measure(task)(candidate)
+        tuned = self.tuner.tune(task=task, candidate=candidate, measure=self._measure(task),
+                                device=self.device)
+        result = tuned.result if tuned.result is not None else self._measure(task)(tuned.candidate)
+        return tuned.candidate, result

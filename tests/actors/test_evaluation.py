@@ -1,0 +1,33 @@
+"""An evaluator actor's work without Ray: plain evaluation, or tuning a TUNABLE space."""
+
+from __future__ import annotations
+
+from actors.evaluation import EvaluationService, tuner_config
+from actors.standins import FixedCostEvaluator, copy_candidate_source
+from foundry.types import Candidate
+
+
+def test_tunable_candidates_are_tuned_with_the_evaluator(relu_task):
+    src = copy_candidate_source(relu_task, 7)
+    cand = Candidate.make(task_id=relu_task.task_id, source=src, backend="c", parent_ids=("p",))
+    svc = EvaluationService(evaluator=FixedCostEvaluator(), device="cpu",
+                            tuning=tuner_config({"tune_budget": 8, "tune_exhaustive_max": 8}))
+    tuned, result = svc.run(relu_task, cand)
+    assert svc.measurements >= 3  # UNROLL in [1, 2, 4]: every point measured (+ the best again)
+    assert tuned.params.get("UNROLL") in (1, 2, 4) and tuned.parent_ids == ("p",)
+    assert result.candidate_id == tuned.candidate_id
+    records = result.metrics["tuning"]
+    assert len(records) == 3
+    fastest = min(records, key=lambda r: r["runtime_ms"])
+    assert tuned.params == fastest["params"]
+
+
+def test_without_tuning_or_tunable_one_evaluation(relu_task):
+    cand = Candidate.make(task_id=relu_task.task_id, source="# no space", backend="c")
+    svc = EvaluationService(evaluator=FixedCostEvaluator(), device="cpu", tuning=tuner_config({}))
+    out, result = svc.run(relu_task, cand)
+    assert out == cand and svc.measurements == 1 and result.candidate_id == cand.candidate_id
+    svc = EvaluationService(evaluator=FixedCostEvaluator(), device="cpu", tuning=None)
+    src = copy_candidate_source(relu_task, 1)
+    cand = Candidate.make(task_id=relu_task.task_id, source=src, backend="c")
+    assert svc.run(relu_task, cand)[0] == cand and svc.measurements == 1
