@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from foundry.templates.ir import Phase, Region
 from foundry.templates.launch import phase_ints
-from foundry.templates.triton_ops import TRITON_REDUCE, triton_pointwise
+from foundry.templates.triton_ops import MUL_COMBINE, TRITON_REDUCE, triton_pointwise
 
 TUNABLE_TRITON = {"BLOCK": [1024, 256, 512, 2048, 4096], "num_warps": [4, 2, 8], "SPLIT": [1, 8, 32, 128]}
 
@@ -188,6 +188,9 @@ def _reduce(region: Region):
         cbody += ["res = bi"]
     cbody += _store(region, "o * inner + c", "res", "msk")
     src += "\n\n" + _kernel(cname, region, cbody)
+    if kind == "prod":
+        src = MUL_COMBINE.replace("_mul_combine", f"{region.name}_mul").replace(
+            "_prod_reduce", f"{region.name}_prod") + "\n\n" + src.replace("_prod_reduce", f"{region.name}_prod")
     launch = ["B = int(self.params['BLOCK'])", "if inner == 1:",
               "    " + _call(rname, region, "outer"), "else:",
               "    " + _call(cname, region, "outer * triton.cdiv(inner, B)")]

@@ -183,8 +183,17 @@ def _grow(gm, modules, extra, barriers):
     def tensor_args(args):
         return [a for a in args if isinstance(a, fx.Node)]
 
-    def close_users(node, joined):
-        for a in node.all_input_nodes:
+    transparent = {n.args[0] for n, v in extra.items() if v and v[0] == "row"
+                   and n.op == "call_function" and getattr(n.target, "__name__", "") == "getitem"}
+
+    def close_users(node, joined, info):
+        if node in transparent:
+            return None  # torch.max(x, dim) feeding getitems: its getitems read x
+        inputs = list(node.all_input_nodes)
+        if info:
+            call = info[1]
+            inputs += [a for a in (call.args if info[0] == "pw" else (call.x,)) if isinstance(a, fx.Node)]
+        for a in inputs:
             X = region_of.get(a)
             if X is None or X is joined:
                 continue
@@ -233,7 +242,7 @@ def _grow(gm, modules, extra, barriers):
                 else:
                     if X.phase_shape != shape:
                         continue
-                    ext = [_shape(a) for a in others] + [_ext_shapes(X, region_of, phase_of)]
+                    ext = [_shape(a) for a in others] + [_ext_shapes(X, region_of, phase_of, extra)]
                     if choose_split(shape, [s for s in _flat(ext)]) is None:
                         continue
                 joined = X
@@ -261,7 +270,7 @@ def _grow(gm, modules, extra, barriers):
                 extra[node] = info
                 if node in barriers:
                     joined.closed = True
-        bad = close_users(node, joined)
+        bad = close_users(node, joined, info)
         if bad is not None:
             return regions, bad
     return regions, None
@@ -275,14 +284,14 @@ def _flat(items):
             yield it
 
 
-def _ext_shapes(X, region_of, phase_of):
+def _ext_shapes(X, region_of, phase_of, extra):
     cur = "post" if X.row_node is not None else "pre"
     out = []
     for n in X.nodes:
         if phase_of[n] != cur:
             continue
-        for a in n.all_input_nodes:
-            if region_of.get(a) is not X:
+        for a in extra[n][1].args:
+            if isinstance(a, fx.Node) and region_of.get(a) is not X:
                 out.append(_shape(a))
     return out
 

@@ -91,4 +91,16 @@ TRITON_REDUCE = {
     "min": ("float('inf')", "tl.minimum({a}, {v})", "tl.min", "{a}"),
     "norm_l2": ("0.0", "{a} + {v} * {v}", "tl.sum", "tl.sqrt({a})"),
     "norm_l1": ("0.0", "{a} + tl.abs({v})", "tl.sum", "{a}"),
+    "prod": ("1.0", "{a} * {v}", "_prod_reduce", "{a}"),
 }
+
+
+MUL_COMBINE = """@triton.jit
+def _mul_combine(a, b):
+    return a * b
+
+
+@triton.jit
+def _prod_reduce(x, axis: tl.constexpr):
+    return tl.reduce(x, axis, _mul_combine)
+"""

@@ -1,0 +1,137 @@
+"""Recognition: which op families a forward is read into, and what is not covered."""
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from foundry.templates.recognize import NotCovered, choose_split, describe, layout_of
+
+
+def _desc(model, *inputs):
+    return describe(model, list(inputs))
+
+
+class _Chain(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(8, 6)
+        self.b = nn.Parameter(torch.randn(6))
+
+    def forward(self, x):
+        return torch.sigmoid(F.gelu(self.lin(x)) + self.b) * 2.0
+
+
+def test_linear_then_pointwise_chain_is_one_region_with_a_linear_prologue():
+    d = _desc(_Chain(), torch.randn(3, 8))
+    assert len(d.regions) == 1
+    r = d.regions[0]
+    assert r.row is None
+    assert [i.op for i in r.pre.body] == ["gelu", "add", "sigmoid", "mul"]
+    assert [o.layout for o in r.pre.operands] == ["full", "col"]
+    assert d.linear_epilogue == "lin"
+    assert [p.kind for p in d.prologues] == ["linear"]
+    assert "self.lin(" in d.forward_src and "self._k0(" in d.forward_src
+
+
+class _ConvNorm(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.bias = nn.Parameter(torch.randn(4, 1, 1))
+        self.gn = nn.GroupNorm(2, 4)
+
+    def forward(self, x):
+        return torch.tanh(self.gn(torch.relu(self.conv(x)) + self.bias))
+
+
+def test_conv_bias_groupnorm_tanh_fuses_into_one_norm_region():
+    d = _desc(_ConvNorm(), torch.randn(2, 3, 8, 8))
+    (r,) = d.regions
+    assert (r.row.family, r.row.kind, r.row.groups) == ("norm", "group", 2)
+    assert [o.layout for o in r.pre.operands] == ["full", "row"]
+    assert r.pre.split == 2 and r.pre.operands[1].row_from == 1
+    assert [i.op for i in r.post.body] == ["tanh"]
+    assert r.row.weight and r.row.bias
+    assert [p.kind for p in d.prologues] == ["conv"]
+
+
+@pytest.mark.parametrize("expr,family,kind", [
+    (lambda x: x.sum(dim=1), "reduce", "sum"),
+    (lambda x: torch.mean(x, dim=-1, keepdim=True), "reduce", "mean"),
+    (lambda x: torch.max(x, dim=1)[0], "reduce", "max"),
+    (lambda x: torch.max(x, dim=1)[1], "reduce", "argmax"),
+    (lambda x: torch.argmin(x, dim=2), "reduce", "argmin"),
+    (lambda x: torch.logsumexp(x, dim=1), "reduce", "logsumexp"),
+    (lambda x: torch.norm(x, p=2, dim=1), "reduce", "norm_l2"),
+    (lambda x: torch.softmax(x, dim=-1), "softmax", "softmax"),
+    (lambda x: F.log_softmax(x, dim=1), "softmax", "log_softmax"),
+    (lambda x: torch.cumsum(x, dim=1), "scan", "cumsum"),
+    (lambda x: torch.cumprod(x, dim=2), "scan", "cumprod"),
+])
+def test_row_ops(expr, family, kind):
+    class M(nn.Module):
+        def forward(self, x):
+            return expr(x)
+    (r,) = _desc(M(), torch.randn(2, 5, 7)).regions
+    assert (r.row.family, r.row.kind) == (family, kind)
+
+
+def test_reverse_cumsum_through_flips():
+    class M(nn.Module):
+        def forward(self, x):
+            return x.flip(1).cumsum(1).flip(1)
+    d = _desc(M(), torch.randn(3, 9))
+    (r,) = d.regions
+    assert r.row.kind == "cumsum" and r.row.reverse
+    assert "flip" not in d.forward_src
+
+
+def test_reduction_over_a_size_one_dim_is_folded_as_identity():
+    class M(nn.Module):
+        def forward(self, x):
+            y = x.sum(dim=1, keepdim=True)
+            return torch.max(y, dim=1, keepdim=True)[0] * 2.0
+    d = _desc(M(), torch.randn(3, 9))
+    assert len(d.regions) == 1
+    assert d.regions[0].post is not None and [i.op for i in d.regions[0].post.body][-1] == "mul"
+
+
+def test_intermediate_used_outside_splits_the_region():
+    class M(nn.Module):
+        def forward(self, x):
+            a = torch.relu(x)
+            b = torch.sigmoid(a)
+            return b, a.sum()
+    d = _desc(M(), torch.randn(3, 9))
+    assert len(d.regions) >= 2
+
+
+@pytest.mark.parametrize("model,inputs,why", [
+    (nn.Linear(4, 4), [torch.randn(2, 4)], "no fusable"),
+    (nn.MaxPool2d(2), [torch.randn(1, 1, 4, 4)], "no fusable"),
+])
+def test_not_covered(model, inputs, why):
+    with pytest.raises(NotCovered, match=why):
+        describe(model, inputs)
+
+
+def test_untraceable_forward_is_not_covered():
+    class M(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return torch.relu(x)
+            return x
+    with pytest.raises(NotCovered, match="torch.fx"):
+        describe(M(), [torch.randn(3)])
+
+
+def test_layouts_and_split():
+    s = (2, 6, 5, 4)
+    assert choose_split(s, [s, (6, 1, 1)]) == 2
+    assert layout_of((6, 1, 1), s, 2).layout == "row"
+    assert layout_of((4,), s, 0) is None
+    assert layout_of((4,), s, 3).layout == "col"
+    assert layout_of((2, 1, 5, 4), s, 0) is None
+    assert choose_split(s, [(2, 1, 5, 4)]) is None
+    assert layout_of((), s, 3).layout == "scalar"
