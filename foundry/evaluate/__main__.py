@@ -53,6 +53,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=None)
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--no-compile-baseline", action="store_true", help="skip the torch.compile baseline")
+    p.add_argument("--isolation", choices=("auto", "none", "required"), default=None,
+                   help="read-only filesystem, no network, no capabilities for the candidate "
+                        "(auto: when running as root)")
+    p.add_argument("--gpu-profile", action="store_true",
+                   help="cuda: Nsight Compute metrics of the candidate's own kernels (SM and DRAM "
+                        "throughput, achieved occupancy, L2 hit rate; timing only where ncu cannot "
+                        "read the counters). The roofline fraction is reported on cuda always")
     args = p.parse_args(argv)
     if args.trials is not None and args.trials < 1:
         p.error(f"--trials must be >= 1, got {args.trials}")
@@ -77,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
             conf[key] = val
     if args.no_compile_baseline:
         conf["compile_baseline"] = False
+    if args.isolation:
+        conf["isolation"] = args.isolation
     try:
         cfg = EvalConfig.from_config(conf)
         ev = Evaluator(config=cfg)
@@ -89,6 +98,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         ev.close()
     stage = Stage(r.stage).label
+    gpu: dict = {}
+    if args.device == "cuda":
+        from foundry import hardware
+        gpu = hardware.candidate_report(task=task, candidate_path=args.candidate_file, source=source,
+                                        backend=backend, runtime_ms=r.runtime_ms,
+                                        ncu=args.gpu_profile and r.correct)
     if args.json:
         obj = {"correct": bool(r.correct), "stage": stage, "flags": list(r.flags),
                "runtime_ms": _num(r.runtime_ms), "baseline_ms": _num(r.eager_ms),
@@ -97,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
                "speedup_compile": _num(r.speedup_compile), "max_abs_err": _num(r.max_abs_err),
                "max_rel_err": _num(r.max_rel_err), "backend": backend, "task_id": r.task_id,
                "candidate_id": r.candidate_id, "device": r.device, "hardware": r.hardware,
-               "compile_s": r.compile_s, "eval_s": r.eval_s}
+               "compile_s": r.compile_s, "eval_s": r.eval_s, "gpu": gpu}
         sys.stdout.write(json.dumps(obj) + "\n")
     else:
         verdict = "CORRECT" if r.correct else f"FAILED at stage {stage}"
@@ -113,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         if r.error:
             print("error: " + r.error[:1500])
+        for key, val in gpu.items():
+            print(f"{key}: {val:.4g}" if isinstance(val, float) else f"{key}: {val}")
     return 0
 
 

@@ -80,6 +80,7 @@ register(BackendSpec(
 register(BackendSpec(
     name="cuda_inline", device="cuda",
     kernel_patterns=(r"__global__", r"\bload_inline\s*\("),
-    launch_key=None, preload=("torch.utils.cpp_extension",),
+    launch_key=None, preload=("torch.utils.cpp_extension", "foundry.kernels.cuda_inline"),
+    worker_setup="foundry.kernels.cuda_inline:install_build_hook",
     extra_patterns={"streams": (r"\bcudaStreamCreate", r"torch\.cuda\.Stream\s*\(", r"\bcudaDeviceReset")},
     description="torch.utils.cpp_extension.load_inline (KernelBench compatible)"))

@@ -37,6 +37,8 @@ class EvalConfig:
     check_variants: also check the task's declared shape variants for correctness.
     idle_probe_ms: window in which a worker must stay idle after forward returns.
     max_error_chars: error text is truncated to this many characters.
+    isolation: "auto" puts candidate workers in a read-only mount namespace without network
+        or capabilities when the judge may (root); "required" fails when it may not; "none".
     """
 
     device: str = "cpu"
@@ -60,6 +62,8 @@ class EvalConfig:
     check_variants: bool = True
     idle_probe_ms: float = 40.0
     max_error_chars: int = 4000
+    isolation: str = "auto"  # auto | none | required: read-only filesystem, no network, no capabilities
+    tf32: str = "off"  # cuda: TF32 for matmul and cuDNN: "off" | "on" | "torch-default"
     atol: float | None = None  # None: the task's TOLERANCES, else per-dtype defaults
     rtol: float | None = None
 
@@ -73,6 +77,11 @@ class EvalConfig:
         for name in ("timeout_s", "baseline_timeout_s", "timing_block_ms"):
             if float(getattr(self, name)) <= 0:
                 raise ValueError(f"EvalConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if self.tf32 not in ("off", "on", "torch-default"):
+            raise ValueError(f"EvalConfig.tf32 must be 'off', 'on' or 'torch-default', got {self.tf32!r}")
+        if self.isolation not in ("auto", "none", "required"):
+            raise ValueError(f"EvalConfig.isolation: unknown value {self.isolation!r} "
+                             f"(choose from auto, none, required)")
         if isinstance(self.secret_env_names, (list, str)):
             names = (self.secret_env_names,) if isinstance(self.secret_env_names, str) \
                 else self.secret_env_names

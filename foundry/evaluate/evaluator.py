@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import secrets
 import time
 from typing import Any
 
-from foundry.evaluate import protocol
+from foundry.evaluate import isolation, protocol
 from foundry.evaluate.backends import get_backend
 from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_key
 from foundry.evaluate.compare import compare
@@ -36,12 +37,22 @@ class Evaluator:
         env = clean_env(os.environ, self.config.secret_env_names)
         env.update(self.device.worker_env(self.config.threads))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        if self.config.device == "cuda":
+            env["FOUNDRY_TF32"] = self.config.tf32
         self._worker = WarmWorker(env=env, preload=("foundry.kernels", "foundry.kernels.c"))
         self._scrub = Scrubber.from_environ(self.config.secret_env_names)
         self._reference = ReferenceRunner(self.device)
         self._baselines = BaselineCache(self.config.baseline_cache_dir)
         self._degeneracy: dict[str, Degeneracy] = {}
         self.hardware = self.device.hardware_id(self.config.threads)
+        self.isolated = self.config.isolation != "none" and isolation.available()
+        if self.config.isolation == "required" and not self.isolated:
+            raise RuntimeError("EvalConfig.isolation='required' but this process may not create "
+                               "namespaces (run as root or with CAP_SYS_ADMIN)")
+        try:  # imported now, before any candidate runs, never lazily afterwards
+            importlib.import_module("foundry.tasks.degeneracy")
+        except ImportError:
+            pass
 
     # ---------------------------------------------------------------- public
     def evaluate(self, *, task: Task, candidate: Candidate) -> EvalResult:
@@ -93,6 +104,8 @@ class Evaluator:
 
         return run_job(self._worker, job, deadline_s=deadline_s, memory_mb=cfg.memory_mb,
                        idle_probe_ms=cfg.idle_probe_ms, max_bytes=max(64, cfg.memory_mb) << 20,
+                       isolate=self.isolated and job["kind"] == "candidate",
+                       address_cap=cfg.device != "cuda",
                        on_idle=on_idle if job["kind"] == "candidate" else (lambda o: b"g"))
 
     def _job(self, task: Task, cand: Candidate | None, plan: list, init_seed: int, *,
@@ -107,9 +120,10 @@ class Evaluator:
                "timing": {"sets": main[:TIMING_SETS], "params": {
                    "warmup_ms": cfg.warmup_ms, "min_ms": cfg.timing_min_ms,
                    "min_calls": cfg.timing_min_calls, "max_calls": cfg.timing_max_calls,
-                   "block_ms": cfg.timing_block_ms}} if timing else None}
+                   "block_ms": cfg.timing_block_ms, "tf32": cfg.tf32}} if timing else None}
         if cand is not None:
             job.update(source=cand.source, params=dict(cand.params), launch_key=backend.launch_key,
+                       backend=backend.name,
                        worker_setup=backend.worker_setup, record_ops=not cfg.allow_torch_ops)
         else:
             job["compile_baseline"] = cfg.compile_baseline
@@ -236,7 +250,12 @@ class Evaluator:
 
     def _check_timing(self, f: Findings, out: JobOutcome, msg, references, job, metrics, *, atol, rtol):
         starts = out.of_kind("timing_start")
-        verdict = analyze(msg.header, started_at=starts[0].at if starts else None, ended_at=msg.at)
+        ends = out.of_kind("timing_end")
+        verdict = analyze(msg.header, started_at=starts[0].at if starts else None,
+                          ended_at=ends[0].at if ends else msg.at)
+        if isinstance(msg.header.get("gpu"), dict):
+            metrics["gpu_timing"] = {k: v for k, v in msg.header["gpu"].items()
+                                     if isinstance(v, (int, float, str, bool, dict))}
         metrics.update(verdict.metrics)
         for name in verdict.flags:
             f.flag(name, verdict.reason)
@@ -313,13 +332,15 @@ class Evaluator:
         job["variants"] = [{}]
         out = self._run(job, deadline_s=cfg.baseline_timeout_s, stop_early=False)
         eager = compiled = compile_s = None
-        start = None
+        start = end = None
         for m in out.messages:
             kind = m.header.get("kind")
             if kind == "timing_start":
-                start = m.at
+                start, end = m.at, None
+            elif kind == "timing_end":
+                end = m.at
             elif kind == "baseline":
-                v = analyze(m.header, started_at=start, ended_at=m.at)
+                v = analyze(m.header, started_at=start, ended_at=end or m.at)
                 if m.header.get("which") == "eager":
                     eager = v.runtime_ms
                 else:

@@ -149,8 +149,16 @@ class Worker:
         self.device.poison(True)
         rec = _OpRecorder() if record else None
         try:
+            profiled = None
             with torch.no_grad():
-                if rec is not None:
+                if (rec is not None and hasattr(self.device, "profiled_call") and not self.__dict__.get("_profiled")
+                        and not self.job.get("launch_key")):
+                    self._profiled = True
+                    with rec:  # no launch records: the device's profiler says which kernels ran
+                        out, profiled = self.device.profiled_call(
+                            lambda: model(*inputs), source=self.job.get("source", ""),
+                            backend=self.job.get("backend", ""))
+                elif rec is not None:
                     with rec:
                         out = model(*inputs)
                 else:
@@ -161,8 +169,11 @@ class Worker:
         key = self.job.get("launch_key")
         launches = sum(n for (b, _), n in kernels.launches().items() if b == key) if key else -1
         extra_threads = threading.active_count() - before
-        return out, {"launches": launches, "torch_ops": rec.compute if rec else {},
-                     "threads_started": extra_threads}
+        info = {"launches": launches, "torch_ops": rec.compute if rec else {},
+                "threads_started": extra_threads}
+        if profiled is not None:
+            info["profiled"] = profiled
+        return out, info
 
     def run_candidate(self) -> None:
         job = self.job
@@ -208,6 +219,7 @@ class Worker:
         try:
             res = self.device.time_forward(call, sets, clock=self.clock, params=timing["params"],
                                            on_start=lambda: self.send({"kind": "timing_start"}))
+            self.send({"kind": "timing_end"})  # before the outputs are packed
         except BaseException:  # noqa: BLE001
             self.send({"kind": "error", "stage": "runtime", "error": traceback.format_exc()})
             raise SystemExit(0)

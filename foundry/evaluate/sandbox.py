@@ -197,7 +197,7 @@ class WarmWorker:
 
 
 def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
-            idle_probe_ms: float, max_bytes: int,
+            idle_probe_ms: float, max_bytes: int, address_cap: bool = True, isolate: bool = False,
             on_idle: Callable[[JobOutcome], bytes] = lambda o: b"g") -> JobOutcome:
     """Fork a child for `job`, collect its messages until it is done, dies or runs out of
     time, then kill its process group. `on_idle` answers each idle message with the byte
@@ -211,12 +211,12 @@ def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
     log_w = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     pid = None
     try:
+        fork = {"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb, "fsize_mb": 256,
+                "address_cap": address_cap, "isolate": isolate}
         try:
-            reply = worker.request({"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb,
-                                    "fsize_mb": 256}, [job_r, res_w, log_w])
-        except SandboxError:
-            reply = worker.request({"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb,
-                                    "fsize_mb": 256}, [job_r, res_w, log_w])
+            reply = worker.request(fork, [job_r, res_w, log_w])
+        except SandboxError:  # the warm worker had died: one retry on a fresh one
+            reply = worker.request(fork, [job_r, res_w, log_w])
         pid = int(reply["pid"])
         for fd in (job_r, res_w, log_w):
             os.close(fd)

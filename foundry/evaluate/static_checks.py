@@ -43,6 +43,10 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"TorchFunctionMode", r"\btorch\s*\.\s*overrides\b", r"\b_dispatch\b", r"set_flush_denormal",
         r"\btorch\s*\.\s*_dynamo\b", r"\bimportlib\b", r"\breload\s*\(", r"\b__builtins__\b",
         r"^\s*(import|from)\s+builtins\b", r"\bsetattr\s*\(", r"\bdelattr\s*\("),
+    "file_access": (
+        r"\bopen\s*\([^)]*,\s*['\"][^'\"]*[wax+]", r"\bwrite_(text|bytes)\s*\(", r"\bfopen\s*\(",
+        r"^\s*(import|from)\s+shutil\b", r"\bos\s*\.\s*(remove|unlink|rename|replace|chmod|chown|symlink|"
+        r"link|truncate|rmdir|makedirs|mkdir|open)\b", r"\bunlink\s*\(", r"\bsite-packages\b"),
     "launch_tampering": (r"\brecord_launch\b", r"\breset_launches\b", r"\b_launches\b",
                          r"\blaunches\s*\("),
     "reference_call": (r"\bModel\s*\(", r"\bget_inputs\s*\(", r"\bget_init_inputs\s*\(",

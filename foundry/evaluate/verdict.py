@@ -71,6 +71,10 @@ def check_trials(f: Findings, trials: dict, references: dict, trial_plan: list, 
             f.flag("input_mutation", f"{where}: forward changed input(s) {h['inputs_changed']}")
         if launch_key and not allow_torch_ops and h.get("launches", 0) == 0:
             f.flag("kernel_not_launched", f"{where}: no {launch_key} kernel was launched during forward")
+        prof = h.get("profiled")
+        if isinstance(prof, dict) and not allow_torch_ops and prof.get("own_kernels", 1) == 0:
+            f.flag("kernel_not_launched", f"{where}: the profiler saw none of the candidate's kernels "
+                                          f"run ({str(prof.get('kernel_note', ''))[:200]})")
         if h.get("torch_ops") and not allow_torch_ops:
             ops = ", ".join(sorted(h["torch_ops"]))[:200]
             f.flag("torch_compute", f"{where}: forward computed with PyTorch ops ({ops})")

@@ -7,7 +7,8 @@ with its child, and cannot reach the next one. The warm worker never runs candid
 code and never computes a parallel torch op (OpenMP pools do not survive a fork).
 
 Control messages (JSON, one per SOCK_SEQPACKET datagram, from the judge only):
-  {"op": "fork", "tmpdir", "memory_mb", "fsize_mb"} + fds [job_r, result_w, log_w]
+  {"op": "fork", "tmpdir", "memory_mb", "fsize_mb", "isolate"} + fds [job_r, result_w, log_w]
+      ("isolate": enter foundry.evaluate.isolation before the job runs)
       -> {"pid"}
   {"op": "reap", "pid"} -> {"status": waitpid status, "orphans": n}   (after the judge
       killed the child's process group; also kills and reaps any orphaned descendants,
@@ -74,13 +75,26 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         fsize = int(req["fsize_mb"]) << 20
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        cap = _vm_bytes() + (int(req["memory_mb"]) << 20)
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+        if req.get("address_cap", True):  # CUDA reserves far more address space than it uses
+            cap = _vm_bytes() + (int(req["memory_mb"]) << 20)
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
         tmp = req["tmpdir"]
         os.chdir(tmp)
-        os.environ["TMPDIR"] = tmp
+        for var in ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
+            os.environ[var] = tmp
         import tempfile
         tempfile.tempdir = tmp
+        if req.get("isolate"):
+            from foundry.evaluate.isolation import isolate
+            from foundry.kernels import cache_dir
+            try:
+                isolate([tmp, str(cache_dir("c").parent)])
+                os.chdir(tmp)  # re-enter through the writable bind mount
+            except OSError as e:
+                from foundry.evaluate import protocol
+                protocol.send(fds[1], {"kind": "error", "stage": "sandbox",
+                                       "error": f"could not isolate the worker: {e}"})
+                raise
         from foundry.evaluate import harness
         harness.main(job_fd, result_fd)
     except BaseException:  # noqa: BLE001

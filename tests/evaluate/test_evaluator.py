@@ -142,3 +142,48 @@ def test_large_speedups_are_rechecked(ev, relu, monkeypatch):
     r = ev.evaluate(task=relu, candidate=cand(relu, HONEST))
     assert r.correct and r.metrics.get("speedup_rechecked") and r.metrics.get("recheck_runtime_ms")
     assert r.runtime_ms >= r.metrics["recheck_runtime_ms"] or r.runtime_ms > 0
+
+
+@pytest.mark.skipif(not __import__("foundry.evaluate.isolation", fromlist=["x"]).available(),
+                    reason="needs root / CAP_SYS_ADMIN for namespaces")
+def test_isolated_worker_cannot_write_files_read_the_judge_or_connect(ev, relu, tmp_path):
+    import socket
+    import foundry.evaluate
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(1)
+    probe = Path(foundry.evaluate.__file__).parent / "tamper_probe.txt"
+    src = f"""
+    import os, socket
+    import torch.nn as nn
+    res = []
+    try:
+        open({str(probe)!r}, "w").write("x")
+        res.append("write:ok")
+    except OSError as e:
+        res.append("write:denied")
+    try:
+        open("/proc/{os.getpid()}/environ", "rb").read()
+        res.append("environ:ok")
+    except OSError:
+        res.append("environ:denied")
+    try:
+        socket.create_connection(("127.0.0.1", {server.getsockname()[1]}), timeout=2)
+        res.append("net:ok")
+    except OSError:
+        res.append("net:denied")
+    open("scratch.txt", "w").write("own temp dir is writable")
+    res.append("tmp:ok")
+    raise RuntimeError(" ".join(res))
+    class ModelNew(nn.Module):
+        pass
+    """
+    try:
+        r = ev.evaluate(task=relu, candidate=cand(relu, src))
+    finally:
+        server.close()
+        existed = probe.exists()
+        probe.unlink(missing_ok=True)
+    assert not existed
+    for word in ("write:denied", "environ:denied", "net:denied", "tmp:ok"):
+        assert word in r.error, r.error

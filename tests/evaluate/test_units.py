@@ -187,6 +187,8 @@ def test_honest_source_has_no_flags():
     ("import os\nk = os.environ\n", "env_access"),
     ("import torch\ntorch.use_deterministic_algorithms(False)\n", "torch_patching"),
     ("from foundry.kernels import record_launch\n", "launch_tampering"),
+    ("open('/work/x.py', 'w').write('')\n", "file_access"),
+    ("import pathlib\npathlib.Path('a').write_text('b')\n", "file_access"),
     ("def f(x):\n    return x.half()\n", "precision_drop"),
     ("def f(x):\n    try:\n        pass\n    except Exception:\n        return x\n", "torch_fallback"),
     ("import torch\ndef f(a, b):\n    return torch.matmul(a, b)\n", "torch_compute"),
