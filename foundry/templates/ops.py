@@ -37,7 +37,8 @@ _FUNCS = _fns(
     ("hardswish", [F.hardswish]), ("hardsigmoid", [F.hardsigmoid]),
     ("hardtanh", [F.hardtanh]), ("relu6", [F.relu6]), ("elu", [F.elu]), ("selu", [F.selu, torch.selu]),
     ("softplus", [F.softplus]), ("softsign", [F.softsign]), ("leaky_relu", [F.leaky_relu]),
-    ("clamp", [torch.clamp, torch.clip]), ("exp", [torch.exp]), ("log", [torch.log]),
+    ("clamp", [torch.clamp, torch.clip]), ("clamp_min", [torch.clamp_min]), ("clamp_max", [torch.clamp_max]),
+    ("exp", [torch.exp]), ("log", [torch.log]),
     ("sqrt", [torch.sqrt]), ("rsqrt", [torch.rsqrt]), ("abs", [torch.abs]),
     ("neg", [torch.neg, operator.neg]), ("reciprocal", [torch.reciprocal]),
     ("add", [torch.add, operator.add]), ("sub", [torch.sub, operator.sub]),
@@ -47,7 +48,8 @@ _FUNCS = _fns(
 )
 _METHODS = {m: m for m in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
                            "neg", "reciprocal", "add", "sub", "mul", "div", "clamp", "pow")}
-_METHODS.update({"clip": "clamp", "maximum": "maximum", "minimum": "minimum"})
+_METHODS.update({"clip": "clamp", "maximum": "maximum", "minimum": "minimum", "clamp_min": "clamp_min",
+                 "clamp_max": "clamp_max"})
 _MODULES = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.GELU: "gelu",
             nn.SiLU: "silu", nn.Mish: "mish", nn.Hardswish: "hardswish",
             nn.Hardsigmoid: "hardsigmoid", nn.Hardtanh: "hardtanh", nn.ReLU6: "relu6",
@@ -104,6 +106,12 @@ def pointwise_of(node, modules: dict) -> PointwiseCall | None:
         return PointwiseCall("identity", (x,))
     if name == "relu6":
         return PointwiseCall("hardtanh", (x,), (("lo", 0.0), ("hi", 6.0)))
+    if name in ("clamp_min", "clamp_max"):
+        v = _arg(node, 1, "min" if name == "clamp_min" else "max")
+        if not _num(v):
+            return None
+        return PointwiseCall("clamp", (x,), (("lo", v if name == "clamp_min" else None),
+                                             ("hi", v if name == "clamp_max" else None)))
     if name == "clamp":
         lo, hi = _arg(node, 1, "min"), _arg(node, 2, "max")
         if (lo is not None and not _num(lo)) or (hi is not None and not _num(hi)):
@@ -157,7 +165,8 @@ _REDUCE_FUNCS = _fns(("sum", [torch.sum]), ("mean", [torch.mean]), ("amax", [tor
                      ("max", [torch.max]), ("min", [torch.min]), ("norm", [torch.norm]),
                      ("softmax", [torch.softmax, F.softmax]),
                      ("log_softmax", [torch.log_softmax, F.log_softmax]),
-                     ("cumsum", [torch.cumsum]), ("cumprod", [torch.cumprod]))
+                     ("cumsum", [torch.cumsum]), ("cumprod", [torch.cumprod]),
+                     ("vector_norm", [torch.linalg.vector_norm]))
 _REDUCE_METHODS = ("sum", "mean", "amax", "amin", "argmax", "argmin", "logsumexp", "prod",
                    "max", "min", "norm", "softmax", "log_softmax", "cumsum", "cumprod")
 
@@ -186,7 +195,14 @@ def rowop_of(node, modules: dict, in_rank: int | None) -> RowCall | None:
         return None
     if name is None:
         return None
-    x = node.args[0] if node.args else node.kwargs.get("input")
+    x = node.args[0] if node.args else node.kwargs.get("input", node.kwargs.get("x"))
+    if name == "vector_norm":
+        p = _arg(node, 1, "ord", 2)
+        dims = _dims(_arg(node, 2, "dim"), in_rank)
+        kind = {2: "norm_l2", 2.0: "norm_l2", 1: "norm_l1", 1.0: "norm_l1"}.get(p)
+        if kind is None or dims is None or node.kwargs.get("dtype") is not None:
+            return None
+        return RowCall("reduce", kind, x, dims, bool(_arg(node, 3, "keepdim", False)))
     if name == "norm":
         p = _arg(node, 1, "p", "fro")
         dims = _dims(_arg(node, 2, "dim"), in_rank)

@@ -17,6 +17,7 @@ import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
 from foundry.templates.ir import FLOAT, Description, Instr, Operand, Phase, Prologue, Ref, Region, RowOp
+from foundry.templates.decompose import decompose
 from foundry.templates.ops import pointwise_of, rowop_of
 
 _IDENTITY_ON_ONE = ("sum", "mean", "max", "min", "logsumexp", "prod")
@@ -54,6 +55,8 @@ def trace(model: nn.Module, inputs) -> fx.GraphModule:
     gm.recompile()
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)
+        if decompose(gm):
+            ShapeProp(gm).propagate(*inputs)
     return gm
 
 
@@ -178,6 +181,7 @@ def _grow(gm, modules, extra, barriers):
     """Assign fusable nodes to regions. Returns (regions, violation node or None)."""
     region_of: dict = {}
     phase_of: dict = {}
+    lazy_nodes: set = set()
     regions: list[_Growing] = []
 
     def tensor_args(args):
@@ -247,6 +251,16 @@ def _grow(gm, modules, extra, barriers):
                         continue
                 joined = X
                 break
+            lazy = False
+            if joined is None and kind == "pw" and node not in barriers and targs and regions \
+                    and not regions[-1].closed \
+                    and all(a not in region_of or a in lazy_nodes and region_of[a] is regions[-1] for a in targs):
+                # a computation on parameters only (e.g. rsqrt(var + eps)): evaluate it
+                # inside the open region that will consume it, broadcast per element
+                X = regions[-1]
+                shapes = [_shape(a) for a in targs] + [shape] + _ext_shapes(X, region_of, phase_of, extra)
+                if shape != X.phase_shape and choose_split(X.phase_shape, shapes) is not None:
+                    joined, lazy = X, True
             if joined is None:
                 if kind == "pw":
                     if not any(_shape(a) == shape for a in targs) or choose_split(shape, [_shape(a) for a in targs]) is None:
@@ -265,7 +279,10 @@ def _grow(gm, modules, extra, barriers):
                 else:
                     phase_of[node] = "post" if joined.row_node is not None else "pre"
                 joined.nodes.append(node)
-                joined.last = node
+                if not lazy:
+                    joined.last = node
+                else:
+                    lazy_nodes.add(node)
                 region_of[node] = joined
                 extra[node] = info
                 if node in barriers:
@@ -296,7 +313,7 @@ def _ext_shapes(X, region_of, phase_of, extra):
     return out
 
 
-def _phase(nodes, shape, region_nodes, extra, row_node=None, anchor_node=None):
+def _phase(nodes, shape, region_nodes, extra, row_node=None, anchor_node=None, result_node=None):
     """Build a Phase from pointwise nodes on `shape`."""
     operands: list = []
     index: dict = {}
@@ -329,7 +346,11 @@ def _phase(nodes, shape, region_nodes, extra, row_node=None, anchor_node=None):
     for o in operands:
         lay = layout_of(_shape(o), shape, split)
         ops.append(Operand(name=o.name, dtype=_dtype(o) or "float32", row_from=lay.row_from, col=lay.col))
-    if instrs:
+    if result_node is not None and result_node in pos:
+        result = Ref("val", pos[result_node])
+    elif result_node is not None and result_node is row_node:
+        result = Ref("row")
+    elif instrs and result_node is None and anchor_node is None:
         result = Ref("val", len(instrs) - 1)
     elif row_node is not None:
         result = Ref("row")
@@ -383,7 +404,8 @@ def _build_region(name, g, extra, modules) -> Region:
             anchor_node = None
         else:
             anchor_node = x
-        pre, pre_ops = _phase(pre_nodes, _shape(x), g.nodes, extra, anchor_node=anchor_node)
+        pre, pre_ops = _phase(pre_nodes, _shape(x), g.nodes, extra, anchor_node=anchor_node,
+                              result_node=x if x in pre_nodes else None)
         if anchor_node is None and not any(_shape(o) == _shape(x) for o in pre_ops):
             raise NotCovered("a fused region has no full-shape input")
         anchor = next(i for i, o in enumerate(pre_ops) if _shape(o) == _shape(x))
@@ -397,11 +419,11 @@ def _build_region(name, g, extra, modules) -> Region:
         if post_nodes:
             if row.out_dtype != FLOAT:
                 raise NotCovered("pointwise ops after argmax/argmin")
-            post, _ = _phase(post_nodes, out_shape, g.nodes, extra, row_node=g.row_node)
+            post, _ = _phase(post_nodes, out_shape, g.nodes, extra, row_node=g.row_node, result_node=g.last)
         return Region(name=name, pre=pre, row=row, post=post, anchor=anchor,
                       out_rank=len(_shape(g.last)), out_dtype=row.out_dtype)
     shape = g.pre_shape
-    pre, pre_ops = _phase(pre_nodes, shape, g.nodes, extra)
+    pre, pre_ops = _phase(pre_nodes, shape, g.nodes, extra, result_node=g.last)
     anchors = [i for i, o in enumerate(pre_ops) if _shape(o) == shape]
     if not anchors:
         raise NotCovered("a fused region has no full-shape input")
@@ -444,6 +466,7 @@ def _rewrite(gm, groups, built, extra) -> str:
         call.args = tuple(args)
         replaced[last.name] = call
     graph.eliminate_dead_code()
+    _check_leftovers(gm)
     for n in graph.nodes:
         n.type = None  # no annotations in the emitted forward
     code = graph.python_code(root_module="self")
@@ -503,3 +526,40 @@ def _linear_epilogue(gm, modules, groups, built):
     fwd = (f"def forward(self, {', '.join(places)}):\n"
            f"    return self._mm({', '.join([x.name] + exprs)})\n")
     return nodes[0].target, idx, fwd
+
+
+# what may stay a torch call next to the kernels: the vendor-library ops (matmul and
+# convolution, on cuBLAS/cuDNN/ATen) and movement (views, copies, allocation, metadata)
+_KEEP_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
+                 nn.ConvTranspose3d, nn.Flatten, nn.Unflatten, nn.Identity)
+_KEEP_FUNCS = {torch.matmul, torch.mm, torch.bmm, torch.nn.functional.linear, torch.nn.functional.conv1d,
+               torch.nn.functional.conv2d, torch.nn.functional.conv3d, torch.flatten, torch.reshape,
+               torch.cat, torch.stack, torch.transpose, torch.permute, torch.squeeze, torch.unsqueeze,
+               torch.zeros_like, torch.ones_like, torch.empty_like, torch.chunk, torch.split, torch.narrow}
+_KEEP_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
+                 "squeeze", "expand", "expand_as", "view_as", "chunk", "split", "narrow", "unflatten", "t",
+                 "dim", "numel", "clone", "detach"}
+
+
+def _check_leftovers(gm) -> None:
+    modules = dict(gm.named_modules())
+    for n in gm.graph.nodes:
+        if n.op == "call_module":
+            if n.target.startswith("_k") or isinstance(modules.get(n.target), _KEEP_MODULES):
+                continue
+            raise NotCovered(f"{type(modules.get(n.target)).__name__} ({n.target}) would stay a torch op; "
+                             "templates keep only matmul/convolution and views in torch")
+        if n.op == "call_function":
+            name = getattr(n.target, "__name__", str(n.target))
+            if n.target in _KEEP_FUNCS or name in ("getitem", "getattr"):
+                continue  # slicing and tuple items are views
+            if name in ("mul", "floordiv", "add", "sub", "truediv") and not _is_tensor(n):
+                continue  # arithmetic on sizes
+            raise NotCovered(f"{name} would stay a torch op; templates keep only matmul/convolution and views in torch")
+        if n.op == "call_method" and n.target not in _KEEP_METHODS:
+            raise NotCovered(f".{n.target}() would stay a torch op; templates keep only matmul/convolution and "
+                             "views in torch")
+
+
+def _is_tensor(n) -> bool:
+    return _meta(n) is not None

@@ -35,19 +35,25 @@ class InProcessMeasure:
     """`measure(candidate) -> EvalResult`, comparing with the reference on one input set."""
 
     def __init__(self, *, task: Task, seed: int = 0, rounds: int = 7, block_s: float = 0.01,
-                 atol: float | None = None, rtol: float | None = None):
+                 atol: float | None = None, rtol: float | None = None, device: str = "cpu",
+                 compile_baseline: bool = False):
         self.task, self.seed, self.rounds, self.block_s = task, seed, rounds, block_s
+        self.device = torch.device(device)
+        self.compile_baseline = compile_baseline
+        self.compile_ms: float | None = None
         self.atol = atol if atol is not None else (task.atol if task.atol is not None else 1e-4)
         self.rtol = rtol if rtol is not None else (task.rtol if task.rtol is not None else 1e-4)
         module = build_module(task)
         self.init = list(module.get_init_inputs())
         torch.manual_seed(seed)
-        self.reference = module.Model(*self.init)
+        self.reference = module.Model(*self.init).to(self.device)
         torch.manual_seed(seed + 1)
-        self.inputs = list(module.get_inputs())
+        self.inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
         with torch.no_grad():
             self.expected = self.reference(*self.inputs)
         self._eager_ms: float | None = None
+        self._flush = (torch.empty(64 << 20, dtype=torch.float32, device=self.device)
+                       if self.device.type == "cuda" else None)
 
     def _fail(self, cand: Candidate, stage: Stage, error: str) -> EvalResult:
         return EvalResult(candidate_id=cand.candidate_id, task_id=cand.task_id, stage=int(stage),
@@ -58,7 +64,7 @@ class InProcessMeasure:
         try:
             mod = load_candidate(cand.source, cand.params)
             torch.manual_seed(self.seed)
-            model = mod.ModelNew(*self.init)
+            model = mod.ModelNew(*self.init).to(self.device)
         except Exception as e:  # noqa: BLE001 - a broken candidate is a result, not a crash
             return self._fail(cand, Stage.COMPILE, f"{type(e).__name__}: {e}")
         try:
@@ -74,11 +80,38 @@ class InProcessMeasure:
         if not torch.allclose(got.double(), self.expected.double(), atol=self.atol, rtol=self.rtol):
             return self._fail(cand, Stage.VALUE, f"max abs error {diff.max().item():.3e} "
                                                  f"(atol {self.atol}, rtol {self.rtol})")
-        eager_ms, cand_ms = self._time(lambda: self.reference(*self.inputs), lambda: model(*self.inputs))
+        if self.device.type == "cuda":
+            if self._eager_ms is None:
+                self._eager_ms = self._cuda_ms(lambda: self.reference(*self.inputs))
+                if self.compile_baseline:
+                    compiled = torch.compile(self.reference)
+                    self.compile_ms = self._cuda_ms(lambda: compiled(*self.inputs))
+            eager_ms, cand_ms = self._eager_ms, self._cuda_ms(lambda: model(*self.inputs))
+        else:
+            eager_ms, cand_ms = self._time(lambda: self.reference(*self.inputs), lambda: model(*self.inputs))
         return EvalResult(candidate_id=cand.candidate_id, task_id=cand.task_id, stage=int(Stage.CORRECT),
                           correct=True, max_abs_err=float(diff.max().item()), runtime_ms=cand_ms,
-                          eager_ms=eager_ms, speedup_eager=eager_ms / cand_ms, eval_s=time.perf_counter() - t0,
-                          hardware=_hardware(), device="cpu")
+                          eager_ms=eager_ms, speedup_eager=eager_ms / cand_ms, compile_ms=self.compile_ms,
+                          speedup_compile=(self.compile_ms / cand_ms) if self.compile_ms else None,
+                          eval_s=time.perf_counter() - t0, hardware=_hardware(self.device),
+                          device=self.device.type)
+
+    def _cuda_ms(self, fn, trials: int = 30) -> float:
+        """CUDA events around each call, L2 flushed (a 256 MB write) before each, median."""
+        with torch.no_grad():
+            for _ in range(3):
+                fn()
+            torch.cuda.synchronize(self.device)
+            times = []
+            for _ in range(trials):
+                self._flush.zero_()
+                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                start.record()
+                fn()
+                end.record()
+                torch.cuda.synchronize(self.device)
+                times.append(start.elapsed_time(end))
+        return statistics.median(times)
 
     def _time(self, eager, cand) -> tuple[float, float]:
         with torch.no_grad():
@@ -106,5 +139,7 @@ def _block(fn, n: int) -> float:
     return (time.perf_counter() - t0) / n * 1e3
 
 
-def _hardware() -> str:
+def _hardware(device: torch.device | None = None) -> str:
+    if device is not None and device.type == "cuda":
+        return torch.cuda.get_device_name(device)
     return f"cpu:{torch.get_num_threads()}-threads"

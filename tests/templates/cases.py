@@ -48,3 +48,26 @@ CASES += [
     ("cumprod", "return torch.cumprod(xs[0] * 0.1 + 1.0, dim=-1)", "pass", "[]", X),
     ("cumsum_reverse", "return torch.cumsum(xs[0].flip(1), 1).flip(1)", "pass", "[]", X),
 ]
+
+BN_INIT = """self.bn = nn.BatchNorm2d(6)
+with torch.no_grad():
+    self.bn.running_mean.uniform_(-0.5, 0.5)
+    self.bn.running_var.uniform_(0.5, 1.5)
+    self.bn.weight.uniform_(0.5, 1.5)
+self.bn.eval()"""
+CASES += [
+    ("bn_module_eval", "return torch.relu(self.bn(xs[0]))", BN_INIT, "[]", X4),
+    ("bn_functional", "return F.batch_norm(xs[0], self.rm, self.rv, self.w, None, training=False, eps=1e-3)",
+     "self.register_buffer('rm', torch.randn(6))\nself.register_buffer('rv', torch.rand(6) + 0.5)\n"
+     "self.w = nn.Parameter(torch.rand(6))", "[]", X4),
+    ("bn1d_functional", "return torch.tanh(F.batch_norm(xs[0], self.rm, self.rv, None, self.b, training=False))",
+     "self.register_buffer('rm', torch.randn(33))\nself.register_buffer('rv', torch.rand(33) + 0.5)\n"
+     "self.b = nn.Parameter(torch.randn(33))", "[]", X),
+    ("max_values_attr", "return torch.max(xs[0], dim=1).values", "pass", "[]", X3),
+    ("argmin_indices_attr", "return torch.min(xs[0], dim=2).indices", "pass", "[]", X3),
+    ("l2_normalize", "x = xs[0]\nreturn x / torch.linalg.vector_norm(x, ord=2, dim=1, keepdim=True).clamp_min(1e-12)",
+     "pass", "[]", X),
+    ("mse_rows", "return F.mse_loss(xs[0], xs[1], reduction='none').mean(dim=1)", "pass", "[]",
+     "[torch.randn(4, 33), torch.randn(4, 33)]"),
+    ("slice_view", "x = xs[0][:, 1:]\nreturn torch.cumsum(x.reshape(4, -1), dim=1)", "pass", "[]", X),
+]

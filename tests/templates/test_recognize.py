@@ -135,3 +135,35 @@ def test_layouts_and_split():
     assert layout_of((2, 1, 5, 4), s, 0) is None
     assert choose_split(s, [(2, 1, 5, 4)]) is None
     assert layout_of((), s, 3).layout == "scalar"
+
+
+@pytest.mark.parametrize("body,why", [
+    (lambda x: F.max_pool2d(torch.relu(x), 2), "max_pool2d would stay a torch op"),
+    (lambda x: torch.sort(torch.relu(x), dim=-1)[0], "sort would stay a torch op"),
+])
+def test_leftover_compute_is_not_covered(body, why):
+    class M(nn.Module):
+        def forward(self, x):
+            return body(x)
+    with pytest.raises(NotCovered, match=why):
+        describe(M(), [torch.randn(1, 2, 4, 4)])
+
+
+def test_batch_norm_in_eval_becomes_pointwise_with_channel_views():
+    class M(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bn = nn.BatchNorm2d(3).eval()
+
+        def forward(self, x):
+            return self.bn(x)
+    d = describe(M(), [torch.randn(2, 3, 4, 4)])
+    (r,) = d.regions
+    assert r.row is None and {"sub", "rsqrt", "mul", "add"} <= {i.op for i in r.pre.body}
+    assert r.pre.split == 2 and all(o.layout in ("full", "row") for o in r.pre.operands)
+    assert ".view(" in d.forward_src
+
+
+def test_batch_norm_in_training_mode_is_not_covered():
+    with pytest.raises(NotCovered, match="BatchNorm2d"):
+        describe(nn.Sequential(nn.BatchNorm2d(3), nn.ReLU()), [torch.randn(2, 3, 4, 4)])

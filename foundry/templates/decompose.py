@@ -1,0 +1,95 @@
+"""Graph rewrites before recognition: composite ops become the pointwise/row ops the
+templates know, with views (movement ops) where parameters must broadcast.
+
+- batch norm in inference form (F.batch_norm(..., training=False), or a BatchNorm
+  module in eval mode): (x - mean) * rsqrt(var + eps) * weight + bias, the per-channel
+  tensors viewed as (C, 1, ...) so they broadcast along dim 1;
+- `torch.max(x, dim).values` / `.indices`: the tuple items 0 / 1;
+- F.mse_loss(a, b, reduction="none"): (a - b) * (a - b).
+"""
+
+from __future__ import annotations
+
+import operator
+
+import torch
+import torch.fx as fx
+import torch.nn as nn
+import torch.nn.functional as F
+
+_BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
+def _arg(node, i, name, default=None):
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def decompose(gm: fx.GraphModule) -> bool:
+    """Rewrite `gm` in place; True when anything changed (shapes must be propagated again)."""
+    graph, changed = gm.graph, False
+    modules = dict(gm.named_modules())
+    for node in list(graph.nodes):
+        if node.op == "call_function" and node.target is getattr and node.args[1] in ("values", "indices"):
+            with graph.inserting_before(node):
+                item = graph.call_function(operator.getitem, (node.args[0], 0 if node.args[1] == "values" else 1))
+            node.replace_all_uses_with(item)
+            graph.erase_node(node)
+            changed = True
+            continue
+        if node.op == "call_function" and node.target is F.mse_loss and _arg(node, 2, "size_average") is None \
+                and _arg(node, 3, "reduce") is None and _arg(node, 4, "reduction", "mean") == "none":
+            with graph.inserting_before(node):
+                d = graph.call_function(operator.sub, (node.args[0], _arg(node, 1, "target")))
+                sq = graph.call_function(operator.mul, (d, d))
+            node.replace_all_uses_with(sq)
+            graph.erase_node(node)
+            changed = True
+            continue
+        bn = _batch_norm_args(node, modules, graph)
+        if bn is None:
+            continue
+        x, mean, var, weight, bias, eps = bn
+        tm = x.meta.get("tensor_meta")
+        rank = len(tm.shape) if tm is not None and hasattr(tm, "shape") else None
+        if rank is None or rank < 2:
+            continue
+        with graph.inserting_before(node):
+            shape = (-1,) + (1,) * (rank - 2)
+
+            def view(t):
+                return graph.call_method("view", (t, shape)) if rank > 2 else t
+            y = graph.call_function(operator.sub, (x, view(mean)))
+            inv = graph.call_function(torch.rsqrt, (graph.call_function(operator.add, (view(var), float(eps))),))
+            y = graph.call_function(operator.mul, (y, inv))
+            if weight is not None:
+                y = graph.call_function(operator.mul, (y, view(weight)))
+            if bias is not None:
+                y = graph.call_function(operator.add, (y, view(bias)))
+        node.replace_all_uses_with(y)
+        graph.erase_node(node)
+        changed = True
+    if changed:
+        graph.eliminate_dead_code()
+        gm.recompile()
+    return changed
+
+
+def _batch_norm_args(node, modules, graph):
+    """(x, mean, var, weight, bias, eps) for a batch norm that uses running statistics."""
+    if node.op == "call_function" and node.target is F.batch_norm:
+        training = _arg(node, 5, "training", False)
+        mean, var = _arg(node, 1, "running_mean"), _arg(node, 2, "running_var")
+        if training or not isinstance(mean, fx.Node) or not isinstance(var, fx.Node):
+            return None
+        return (node.args[0], mean, var, _arg(node, 3, "weight"), _arg(node, 4, "bias"),
+                _arg(node, 7, "eps", 1e-5))
+    if node.op == "call_module" and isinstance(modules.get(node.target), _BN):
+        m = modules[node.target]
+        if m.training or not m.track_running_stats or m.running_mean is None:
+            return None
+        with graph.inserting_before(node):
+            get = lambda a: graph.get_attr(f"{node.target}.{a}") if getattr(m, a, None) is not None else None  # noqa: E731
+            return (node.args[0], get("running_mean"), get("running_var"), get("weight"), get("bias"), m.eps)
+    return None
