@@ -55,8 +55,10 @@ def main() -> int:
                 jobs.append((stem, backend, src, {"BLOCK": v}))
     if args.limit:
         jobs = jobs[:args.limit]
+    import os
     cfg = EvalConfig.from_config({"device": "cuda", "trials": args.trials, "timeout_s": 240.0,
-                                  "compile_baseline": args.compile_baseline, "memory_mb": 16384})
+                                  "compile_baseline": args.compile_baseline, "memory_mb": 16384,
+                                  "isolation": os.environ.get("FOUNDRY_GPU_ISOLATION", "auto")})
     import dataclasses
     profile = "small" if args.sizes == "small" else "full"
     tasks = {s: load_task(gc.task_path(s), profile=profile) for s in stems}
