@@ -26,7 +26,7 @@ def tunable_for(desc: Description) -> dict:
     """The C parameter space that matters for this description."""
     tun = {"BLOCK": list(TUNABLE_C["BLOCK"]), "SIMD": list(TUNABLE_C["SIMD"]),
            "SCHED": list(TUNABLE_C["SCHED"])}
-    if any(r.row is not None and r.row.family in ("reduce", "scan") for r in desc.regions):
+    if any(r.row is not None and r.row.family in ("reduce", "scan", "softmax") for r in desc.regions):
         tun["IBLOCK"] = list(TUNABLE_C["IBLOCK"])
     else:
         tun["IBLOCK"] = [TUNABLE_C["IBLOCK"][0]]

@@ -209,20 +209,37 @@ def _reduce_paths(region: Region) -> list:
 
 def _softmax_paths(region: Region) -> list:
     log = region.row.kind == "log_softmax"
-    paths = []
-    for contiguous in (True, False):
-        pre, v = _pre_at(region, "base + l" if contiguous else "base + l * inner")
-        simd = (lambda r: f"#pragma omp simd reduction({r})") if contiguous else (lambda r: "")
-        write = [f"const float e = {v} - m - ls;"] if log else [f"const float e = kf_exp({v} - m) * inv;"]
-        body = ["const int64_t o = t / inner, i = t % inner;", "const int64_t base = o * L * inner + i;",
-                "float m = -INFINITY;"]
-        body += _loop("l", "L", pre + [f"m = kf_max(m, {v});"], simd("max:m"))
-        body += ["float s = 0.f;"] + _loop("l", "L", pre + [f"s += kf_exp({v} - m);"], simd("+:s"))
-        body += ["const float inv = 1.f / s, ls = kf_log(s);", "(void)inv; (void)ls;"]
-        body += _loop("l", "L", pre + write + _post_write(region, "f", "e"),
-                      "#pragma omp simd" if contiguous else "")
-        paths.append(("inner == 1" if contiguous else None, "outer * inner", body))
-    return paths
+    pre, v = _pre_at(region, "base + l")
+    red = lambda r: f"#pragma omp simd reduction({r})"  # noqa: E731
+    body = ["const int64_t base = t * L;", "float m = -INFINITY;"]
+    body += _loop("l", "L", pre + [f"m = kf_max(m, {v});"], red("max:m"))
+    if log:
+        body += ["float s = 0.f;"] + _loop("l", "L", pre + [f"s += kf_exp({v} - m);"], red("+:s"))
+        body += ["const float ls = kf_log(s);"]
+        body += _loop("l", "L", pre + [f"const float e = {v} - m - ls;"] + _post_write(region, "f", "e"),
+                      "#pragma omp simd")
+    else:  # exp once: store it, then scale in place
+        body += ["float s = 0.f;"] + _loop("l", "L", pre + [f"const float e = kf_exp({v} - m);", "out[f] = e;",
+                                                             "s += e;"], red("+:s"))
+        body += ["const float inv = 1.f / s;"]
+        body += _loop("l", "L", ["const int64_t f = base + l;", "const float e = out[f] * inv;"]
+                      + _post_write(region, "f", "e"), "#pragma omp simd")
+    # softmax over a non-last dim: blocks of IBLOCK columns, each pass vectorised across them
+    pre_c, vc = _pre_at(region, "o * L * inner + l * inner + c")
+    col = ["const int64_t nb = (inner + @IBLOCK@ - 1) / @IBLOCK@;",
+           "const int64_t o = t / nb, c0 = (t % nb) * @IBLOCK@;",
+           "const int64_t c1 = c0 + @IBLOCK@ < inner ? c0 + @IBLOCK@ : inner;",
+           "float m[@IBLOCK@], s[@IBLOCK@];",
+           "for (int64_t c = c0; c < c1; c++) { m[c - c0] = -INFINITY; s[c - c0] = 0.f; }"]
+    col += _loop("l", "L", ["#pragma omp simd", "for (int64_t c = c0; c < c1; c++) {",
+                            *["    " + x for x in pre_c], f"    m[c - c0] = kf_max(m[c - c0], {vc});", "}"])
+    col += _loop("l", "L", ["#pragma omp simd", "for (int64_t c = c0; c < c1; c++) {",
+                            *["    " + x for x in pre_c], f"    s[c - c0] += kf_exp({vc} - m[c - c0]);", "}"])
+    write = (f"const float e = {vc} - m[c - c0] - kf_log(s[c - c0]);" if log else
+             f"const float e = kf_exp({vc} - m[c - c0]) / s[c - c0];")
+    col += _loop("l", "L", ["#pragma omp simd", "for (int64_t c = c0; c < c1; c++) {",
+                            *["    " + x for x in pre_c + [write] + _post_write(region, "f", "e")], "}"])
+    return [("inner == 1", "outer", body), (None, "outer * ((inner + @IBLOCK@ - 1) / @IBLOCK@)", col)]
 
 
 def _norm_paths(region: Region) -> list:
@@ -276,7 +293,18 @@ def _group_norm_paths(region: Region) -> list:
     body += [f"const float rstd = 1.f / sqrtf(sv / (float)L + {row.eps!r}f);"]
     body += nest(["const float e = (" + v + " - mean) * rstd * ws + bs;"] + _post_write(region, "f", "e"),
                  "#pragma omp simd", ws)
-    return [(None, "outer", body)]
+    # HW == 1 (features of a Linear): one flat, vectorised loop per pass
+    pre_f, vf = _pre_at(region, "base + l")
+    wf = f"w[(o % {row.groups}) * Cg + l]" if row.weight else "1.f"
+    bf = f"bb[(o % {row.groups}) * Cg + l]" if row.bias else "0.f"
+    flat = ["const int64_t o = t;", "const int64_t base = o * L;", "float sm = 0.f;"]
+    flat += _loop("l", "L", pre_f + [f"sm += {vf};"], red("+:sm"))
+    flat += ["const float mean = sm / (float)L;", "float sv = 0.f;"]
+    flat += _loop("l", "L", pre_f + [f"const float d = {vf} - mean;", "sv += d * d;"], red("+:sv"))
+    flat += [f"const float rstd = 1.f / sqrtf(sv / (float)L + {row.eps!r}f);"]
+    flat += _loop("l", "L", pre_f + [f"const float e = ({vf} - mean) * rstd * {wf} + {bf};"]
+                  + _post_write(region, "f", "e"), "#pragma omp simd")
+    return [("HW == 1", "outer", flat), (None, "outer", body)]
 
 
 def _scan_paths(region: Region) -> list:
