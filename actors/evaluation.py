@@ -28,9 +28,11 @@ class EvaluationService:
             self.tuner = Tuner(config=TunerConfig.from_config(dict(tuning)))
         self.measurements = 0
 
-    def _measure(self, task: Task):
+    def _measure(self, task: Task, seen: dict | None = None):
         def measure(candidate: Candidate) -> EvalResult:
             self.measurements += 1
+            if seen is not None:
+                seen[candidate.candidate_id] = candidate
             return self.evaluator.evaluate(task=task, candidate=candidate)
         return measure
 
@@ -38,7 +40,10 @@ class EvaluationService:
         """(the candidate as evaluated, possibly with tuned params; its result)."""
         if self.tuner is None or not candidate.source or not _TUNABLE.search(candidate.source):
             return candidate, self._measure(task)(candidate)
-        tuned = self.tuner.tune(task=task, candidate=candidate, measure=self._measure(task),
+        seen: dict[str, Candidate] = {candidate.candidate_id: candidate}
+        tuned = self.tuner.tune(task=task, candidate=candidate, measure=self._measure(task, seen),
                                 device=self.device)
-        result = tuned.result if tuned.result is not None else self._measure(task)(tuned.candidate)
-        return tuned.candidate, result
+        if tuned.result is None:
+            return tuned.candidate, self._measure(task)(tuned.candidate)
+        # with no correct setting the tuner reports its last measurement: keep the pair matched
+        return seen.get(tuned.result.candidate_id, tuned.candidate), tuned.result

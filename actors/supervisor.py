@@ -36,6 +36,7 @@ class Supervisor:
         self.runs: dict[int, Any] = {}
         self.finished: dict[int, str] = {}
         self.peak_rss_mb: dict[str, float] = {}
+        self.relaunches: dict[int, int] = {}
 
     def _note(self, cand, result, *, session: bool) -> None:
         self.by_island.setdefault(cand.island_id, []).append((cand, result))
@@ -148,10 +149,21 @@ class Supervisor:
                 self.finished[i] = ray.get(ref)
             except RayActorError as e:
                 self.view.say(f"island {i}: actor died ({type(e).__name__}); restarting from its checkpoint")
-                try:
-                    self._launch(i)
-                except RayActorError:
-                    self.finished[i] = "island actor could not be restarted"
+                self._relaunch(i)
+            except Exception as e:  # noqa: BLE001 - a bug in an island's loop: say it, go on
+                first = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
+                self.view.say(f"island {i}: its loop failed ({first}); starting it again")
+                self._relaunch(i)
+
+    def _relaunch(self, i: int) -> None:
+        self.relaunches[i] = self.relaunches.get(i, 0) + 1
+        if self.relaunches[i] > max(3, self.s.ray.max_restarts):
+            self.finished[i] = f"island {i} failed {self.relaunches[i]} times"
+            return
+        try:
+            self._launch(i)
+        except RayActorError:
+            self.finished[i] = f"island {i}: its actor could not be restarted"
 
     def _check_targets(self) -> None:
         target = self.s.budget.target_speedup

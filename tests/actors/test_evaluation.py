@@ -31,3 +31,16 @@ def test_without_tuning_or_tunable_one_evaluation(relu_task):
     src = copy_candidate_source(relu_task, 1)
     cand = Candidate.make(task_id=relu_task.task_id, source=src, backend="c")
     assert svc.run(relu_task, cand)[0] == cand and svc.measurements == 1
+
+
+def test_when_no_setting_is_correct_the_pair_stays_matched(relu_task):
+    class Wrong(FixedCostEvaluator):
+        def evaluate(self, *, task, candidate):
+            import dataclasses
+            r = super().evaluate(task=task, candidate=candidate)
+            return dataclasses.replace(r, correct=False, stage=4, speedup_eager=None)
+    src = copy_candidate_source(relu_task, 3)
+    cand = Candidate.make(task_id=relu_task.task_id, source=src, backend="c")
+    svc = EvaluationService(evaluator=Wrong(), device="cpu", tuning=tuner_config({"tune_budget": 3}))
+    out, result = svc.run(relu_task, cand)
+    assert result.candidate_id == out.candidate_id and not result.correct
