@@ -14,6 +14,7 @@ C_MATH = r"""
 static inline float kf_max(float a, float b) { return a > b ? a : b; }  /* vmaxps, unlike fmaxf */
 static inline float kf_min(float a, float b) { return a < b ? a : b; }
 static inline float kf_exp(float x) {
+    const float big = x > 88.72283f ? INFINITY : 1.f;  /* overflow gives inf, as expf */
     x = x < -87.3f ? -87.3f : (x > 88.7f ? 88.7f : x);
     float n = (x * 1.44269504088896341f + 12582912.f) - 12582912.f;  /* round to nearest */
     float r = x - n * 0.693145751953125f - n * 1.42860682030941723e-6f;
@@ -21,7 +22,7 @@ static inline float kf_exp(float x) {
               + r * (0.00833333377f + r * 0.00138888892f)))));
     int32_t bits = ((int32_t)n + 127) << 23;
     union { int32_t i; float f; } u; u.i = bits;
-    return p * u.f;
+    return p * u.f * big;
 }
 static inline float kf_log(float x) {  /* x > 0, finite; branch-free (mantissa in [sqrt(.5), sqrt(2))) */
     union { float f; int32_t i; } ux; ux.f = x;
@@ -42,11 +43,12 @@ static inline float kf_tanh(float x) {
     return x < 0.f ? -r : r;
 }
 static inline float kf_sigmoid(float x) { return 1.f / (1.f + kf_exp(-x)); }
-static inline float kf_erf(float x) {
+static inline float kf_erf(float x) {  /* A&S 7.1.28 (|err| < 3e-7): no exp, one division */
     float ax = fabsf(x);
-    float t = 1.f / (1.f + 0.3275911f * ax);
-    float y = 1.f - (((((1.061405429f * t - 1.453152027f) * t) + 1.421413741f) * t
-              - 0.284496736f) * t + 0.254829592f) * t * kf_exp(-ax * ax);
+    float p = 1.f + ax * (0.0705230784f + ax * (0.0422820123f + ax * (0.0092705272f + ax * (0.0001520143f
+              + ax * (0.0002765672f + ax * 0.0000430638f)))));
+    p = p * p; p = p * p; p = p * p; p = p * p;  /* ^16 */
+    float y = 1.f - 1.f / p;
     float x2 = x * x;
     float small = ax * (1.12837917f + x2 * (-0.376126389f + x2 * (0.112837917f + x2 * -0.0268661706f)));
     float r = ax < 0.125f ? small : y;
