@@ -40,7 +40,8 @@ class CpuDevice:
     def static_patterns(self) -> dict[str, list[str]]:
         return {}
 
-    def time_forward(self, call, input_sets, *, clock, params, on_start=lambda: None) -> dict:
+    def time_forward(self, call, input_sets, *, clock, params, on_start=lambda: None,
+                     on_block=None) -> dict:
         from foundry.evaluate.cpu_timing import time_forward
         return time_forward(call, input_sets, clock=clock, params=params,
-                            synchronize=self.synchronize, on_start=on_start)
+                            synchronize=self.synchronize, on_start=on_start, on_block=on_block)

@@ -6,6 +6,11 @@ cannot return the previous call's buffer and pass), enough blocks for `min_ms` a
 `min_calls` (at least 5 blocks). Returns the wall time of every block; the judge takes
 the median of the per-call means of the blocks and cross-checks their total against its
 own clock. The clock is passed in: the worker captures it before any candidate code runs.
+`on_block`, when given, is called before every block to change the inputs (the worker
+scales every floating-point input exactly, to 1/2 then 1/4, 1/2, ... of its original, never
+back to it), so a candidate that caches its answer by input identity returns stale outputs,
+which the judge's recheck of the final outputs catches; `last_input_changes[j]` says how
+many changes set j's final output saw.
 """
 
 from __future__ import annotations
@@ -32,7 +37,8 @@ def plan_blocks(est_ns: float, params: dict) -> tuple[int, int]:
 def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence], *,
                  clock: Callable[[], int], params: dict,
                  synchronize: Callable[[], None] = lambda: None,
-                 on_start: Callable[[], None] = lambda: None) -> dict:
+                 on_start: Callable[[], None] = lambda: None,
+                 on_block: Callable[[], None] | None = None) -> dict:
     n_sets = len(input_sets)
     last: list = [None] * n_sets
     warm = 0
@@ -45,14 +51,21 @@ def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence]
     per_block, n_blocks = plan_blocks(est_ns, params)
     blocks: list[int] = []
     k = 0
+    changes = 0
+    last_changes = [0] * n_sets
     on_start()
-    for _ in range(n_blocks):
+    for b in range(n_blocks):
+        if on_block is not None:
+            on_block()  # change the inputs between blocks (caches keyed on them go stale)
+            changes += 1
         start = clock()
         for _ in range(per_block):
-            last[k % n_sets] = call(input_sets[k % n_sets])
+            j = k % n_sets
+            last[j] = call(input_sets[j])
+            last_changes[j] = changes
             k += 1
         synchronize()
         blocks.append(clock() - start)
-    # the final output of each input set, in set order (k is where the loop stopped)
+    # the final output of each input set, in set order, and how many input changes it saw
     return {"block_ns": blocks, "calls_per_block": per_block, "warmup_calls": warm,
-            "estimate_ns": est_ns, "last_outputs": last}
+            "estimate_ns": est_ns, "last_outputs": last, "last_input_changes": last_changes}

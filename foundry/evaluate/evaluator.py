@@ -233,7 +233,7 @@ class Evaluator:
                 f.lower(Stage.RUNTIME, "the worker ended before its timed runs finished: " + out.exit_text())
             else:
                 runtime, spread = self._check_timing(f, out, timing_msgs[0], references, job, metrics,
-                                                     atol=atol, rtol=rtol)
+                                                     atol=atol, rtol=rtol, task=task)
         result_kw: dict = {"max_abs_err": f.max_abs_err, "max_rel_err": f.max_rel_err,
                            "compile_s": compile_s}
         if f.stage == Stage.CORRECT and not f.flags and runtime:
@@ -248,7 +248,8 @@ class Evaluator:
         result_kw.update(runtime_ms=runtime, runtime_spread=spread, metrics=metrics)
         return self._result(task, cand, t0, f.stage, flags=f.flags, error="\n".join(f.errors), **result_kw)
 
-    def _check_timing(self, f: Findings, out: JobOutcome, msg, references, job, metrics, *, atol, rtol):
+    def _check_timing(self, f: Findings, out: JobOutcome, msg, references, job, metrics, *, atol, rtol,
+                      task: Task):
         starts = out.of_kind("timing_start")
         ends = out.of_kind("timing_end")
         verdict = analyze(msg.header, started_at=starts[0].at if starts else None,
@@ -268,8 +269,20 @@ class Evaluator:
         if not isinstance(last, list) or len(last) != len(sets):
             f.flag("timed_output_mismatch", "the timed runs' outputs are missing")
         else:
+            changes = msg.header.get("last_input_changes")
+            if not (isinstance(changes, list) and len(changes) == len(sets)
+                    and all(type(n) is int and n >= 0 for n in changes)):
+                changes = [0] * len(sets)
+            model = None
             for k, i in enumerate(sets):
-                c = compare(references[i], last[k], atol=atol, rtol=rtol)
+                ref = references[i]
+                if changes[k]:  # computed on inputs scaled to 1/2 (odd changes) or 1/4 (even)
+                    p = job["trials"][i]
+                    model = model or self._reference.model(task, job["variants"][p["variant"]], job["init_seed"])
+                    ref = self._reference.outputs(model, task, job["variants"][p["variant"]],
+                                                  InputSpec(p["seed"], p["distribution"]),
+                                                  scale=0.5 if changes[k] % 2 else 0.25)
+                c = compare(ref, last[k], atol=atol, rtol=rtol)
                 if not c.ok:
                     f.flag("timed_output_mismatch", f"output of a timed run on trial {i}'s inputs: {c.message}")
                     break
@@ -301,7 +314,7 @@ class Evaluator:
         check_trials(g, trials, refs, plan, atol=task.atol, rtol=task.rtol, launch_key=backend.launch_key,
                      allow_torch_ops=cfg.allow_torch_ops)
         check_probes(g, out.probes)
-        r2, s2 = self._check_timing(g, out, timing_msgs[0], refs, job, metrics, atol=task.atol, rtol=task.rtol)
+        r2, s2 = self._check_timing(g, out, timing_msgs[0], refs, job, metrics, atol=task.atol, rtol=task.rtol, task=task)
         if g.stage != Stage.CORRECT or g.flags:
             f.flag("recheck_failed", "the re-measurement failed: " + "; ".join(g.errors)[:500])
             return runtime, spread

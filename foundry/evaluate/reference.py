@@ -37,8 +37,15 @@ class ReferenceRunner:
         model.eval()
         return self.device.to_device(model)
 
-    def outputs(self, model: torch.nn.Module, task: Task, overrides: dict, spec: InputSpec) -> Any:
-        inputs = [self.device.to_device(x) for x in make_inputs(self.module(task, overrides), spec)]
+    def outputs(self, model: torch.nn.Module, task: Task, overrides: dict, spec: InputSpec,
+                *, scale: float = 1.0) -> Any:
+        """The reference's output; `scale`: on the inputs with every floating-point tensor
+        multiplied by it (as the worker's timing changes them before each block)."""
+        inputs = make_inputs(self.module(task, overrides), spec)
+        if scale != 1.0:
+            inputs = [x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+                      for x in inputs]
+        inputs = [self.device.to_device(x) for x in inputs]
         with torch.no_grad():
             out = model(*inputs)
         self.device.synchronize()

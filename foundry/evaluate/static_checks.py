@@ -53,6 +53,12 @@ PATTERNS: dict[str, tuple[str, ...]] = {
                        r"\bsuper\s*\(\s*\)\s*\.\s*forward", r"\bsuper\s*\([^)]+\)\s*\.\s*forward"),
 }
 
+# compute done by another library instead of the candidate's kernels (like torch_compute)
+FOREIGN_COMPUTE = (
+    r"^\s*(import|from)\s+(numpy|scipy|numba|jax|jaxlib|cupy|tensorflow|sklearn|numexpr|pandas|mkl)\b",
+    r"\.numpy\s*\(", r"__array__", r"\.tolist\s*\(", r"\bcblas_\w+", r"\b[sdhcz]gemm_?\s*\(",
+    r"\bdlopen\b", r"\bdlsym\b")
+
 PRECISION = (r"\.half\s*\(", r"\.bfloat16\s*\(", r"\bfloat16\b", r"\bbfloat16\b", r"\btorch\s*\.\s*half\b",
              r"\btf32\b", r"\b__half\b", r"\b__nv_bfloat16\b", r"\b_Float16\b", r"-ffast-math",
              r"-Ofast", r"\bfast_math\b", r"\bfloat8", r"\bfp8\b", r"\bamp\b", r"\bautocast\b")
@@ -259,4 +265,7 @@ def check_source(source: str, *, backend: BackendSpec, allow_torch_ops: bool = F
             reasons["no_kernel"] = f"no {backend.name} kernel found (missing pattern {missing[0]!r})"
         if v.compute:
             reasons["torch_compute"] = v.compute[0]
+        hit = _find(FOREIGN_COMPUTE, source)
+        if hit:
+            reasons["foreign_compute"] = hit
     return StaticReport(flags=tuple(sorted(reasons)), reasons=reasons)

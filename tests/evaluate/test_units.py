@@ -121,6 +121,8 @@ def test_timing_report_flags_hidden_time_and_skewed_blocks():
     assert "timing_mismatch" in hidden.flags
     skewed = analyze(_report([0.1, 0.1, 0.1, 0.1, 100]), started_at=0.0, ended_at=0.101)
     assert "timing_mismatch" in skewed.flags
+    noisy = analyze(_report([1, 1, 1, 8, 9]), started_at=0.0, ended_at=0.0205)
+    assert noisy.flags == () and noisy.runtime_ms == pytest.approx(0.4)  # the mean, not the median
     assert "timing_mismatch" in analyze({"block_ns": "x"}, started_at=0.0, ended_at=1.0).flags
     assert "timing_mismatch" in analyze(_report([1] * 5), started_at=None, ended_at=1.0).flags
 
@@ -188,6 +190,8 @@ def test_honest_source_has_no_flags():
     ("import torch\ntorch.use_deterministic_algorithms(False)\n", "torch_patching"),
     ("from foundry.kernels import record_launch\n", "launch_tampering"),
     ("open('/work/x.py', 'w').write('')\n", "file_access"),
+    ("import numpy as np\n", "foreign_compute"),
+    ("def f(x):\n    return x.numpy()\n", "foreign_compute"),
     ("import pathlib\npathlib.Path('a').write_text('b')\n", "file_access"),
     ("def f(x):\n    return x.half()\n", "precision_drop"),
     ("def f(x):\n    try:\n        pass\n    except Exception:\n        return x\n", "torch_fallback"),
