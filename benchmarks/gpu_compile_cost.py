@@ -48,22 +48,29 @@ print(json.dumps(out))
 '''
 
 TRITON_CHILD = r'''
-import json, sys, time, torch, triton, triton.language as tl
+import importlib.util, json, os, sys, time, torch
+import triton, triton.language as tl
 torch.zeros(1, device="cuda"); torch.cuda.synchronize()
 out = []
 for i in range(int(sys.argv[1])):
     c = float(i + int(sys.argv[2]))
-    ns = {"triton": triton, "tl": tl}
-    exec(f"""
+    path = os.path.join(sys.argv[3], f"k_{int(c)}.py")   # @triton.jit needs a source file
+    with open(path, "w") as f:
+        f.write(f"""import triton
+import triton.language as tl
+
+
 @triton.jit
 def k(X, Y, N, BLOCK: tl.constexpr):
     o = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = o < N
     tl.store(Y + o, tl.load(X + o, mask=m) * {c} + 1.0, mask=m)
-""", ns)
+""")
+    spec = importlib.util.spec_from_file_location(f"k_{int(c)}", path)
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
     x = torch.randn(4096, device="cuda"); y = torch.empty_like(x)
     t0 = time.perf_counter()
-    ns["k"][(4,)](x, y, 4096, BLOCK=1024); torch.cuda.synchronize()
+    mod.k[(4,)](x, y, 4096, BLOCK=1024); torch.cuda.synchronize()
     out.append(time.perf_counter() - t0)
     assert torch.allclose(y, x * c + 1)
 print(json.dumps(out))
@@ -105,12 +112,13 @@ def main() -> int:
     args = ap.parse_args()
     seed = int(time.time()) % 100000  # fresh sources: nothing in any cache
     report: dict = {}
-    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tcache:
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as tcache, \
+            tempfile.TemporaryDirectory() as kdir:
         env = {"FOUNDRY_CACHE_DIR": cache, "TRITON_CACHE_DIR": tcache}
         report["nvrtc_cold"] = _summary(_child(NVRTC_CHILD, str(args.n), str(seed), env=env))
         report["nvrtc_cached"] = _summary(_child(NVRTC_CHILD, str(args.n), str(seed), env=env))
-        report["triton_cold"] = _summary(_child(TRITON_CHILD, str(args.n), str(seed), env=env))
-        report["triton_cached"] = _summary(_child(TRITON_CHILD, str(args.n), str(seed), env=env))
+        report["triton_cold"] = _summary(_child(TRITON_CHILD, str(args.n), str(seed), kdir, env=env))
+        report["triton_cached"] = _summary(_child(TRITON_CHILD, str(args.n), str(seed), kdir, env=env))
     print(json.dumps(report, indent=1), flush=True)
     if not args.skip_inline:
         report.update(_inline())

@@ -2,10 +2,13 @@
 L2 flushed before each trial, warm-up by time, trials until the median is stable, and a
 host-clock cross-check that catches work escaping the timed stream.
 
-Protocol of one trial: write a buffer of at least twice the device's L2 (evicting the
-inputs and outputs of the last trial), synchronize the whole device, read the host clock,
-record a start event on the current stream, run the callable, record an end event,
-synchronize the whole device again, read the host clock. The event time is the
+Protocol of one trial: synchronize the whole device, write a buffer of at least twice
+the device's L2 (evicting the inputs and outputs of the last trial; 256 MiB at least, as
+triton.testing.do_bench does), read the host clock, record a start event on the current
+stream, run the callable, record an end event, synchronize the whole device again, read
+the host clock. The start event is queued behind the flush, so the host's launch latency
+(tens of microseconds through Python) overlaps the flush instead of being timed as
+kernel time; work that outlasts the flush still shows. The event time is the
 measurement; the host time (which includes work on any stream, plus launch and sync
 latency) checks it. When the host median exceeds the event median by more than the
 tolerated slack, the candidate did work the events did not see (a side stream, a host
@@ -104,13 +107,13 @@ def apply_tf32_policy(policy: str) -> dict:
 
 
 def l2_flush_buffer(device=None):
-    """A cached byte buffer at least twice the device's L2 (64 MiB minimum)."""
+    """A cached byte buffer at least twice the device's L2 (256 MiB minimum)."""
     import torch
     dev = torch.device("cuda", torch.cuda.current_device() if device is None else device)
     buf = _flush_buffers.get(dev.index)
     if buf is None:
         l2 = int(getattr(torch.cuda.get_device_properties(dev), "L2_cache_size", 0) or 0)
-        size = max(2 * l2, 64 << 20)
+        size = max(2 * l2, 256 << 20)
         buf = torch.empty(size, dtype=torch.uint8, device=dev)
         _flush_buffers[dev.index] = buf
     return buf
@@ -141,14 +144,15 @@ def _quantile(sorted_times: list[float], q: float) -> float:
 _overhead: dict = {}
 
 
-def host_overhead_ms(stream) -> float:
-    """Median host-clock time of an empty trial (event records + device syncs), cached."""
-    import torch
-    key = int(stream.cuda_stream)
+def host_overhead_ms(stream, flush=None) -> float:
+    """Median host-clock time of an empty trial (flush, event records, device syncs), cached."""
+    key = (int(stream.cuda_stream), 0 if flush is None else flush.numel())
     if key not in _overhead:
         samples = []
         for _ in range(30):
             _sync()
+            if flush is not None:
+                flush.zero_()
             start, end = _Event(enable_timing=True), _Event(enable_timing=True)
             h0 = time.perf_counter()
             start.record(stream)
@@ -185,9 +189,9 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
     spent = 0.0
     on_start()
     while len(events) < config.max_trials:
-        if flush is not None:
-            flush.zero_()
         _sync()
+        if flush is not None:
+            flush.zero_()  # queued: the start event below waits behind it on the GPU
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         h0 = clock()
         start.record(stream)
@@ -208,7 +212,7 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
     ev = sorted(events)
     ho = sorted(hosts)
     ev_med, host_med = statistics.median(ev), statistics.median(ho)
-    overhead = host_overhead_ms(stream)
+    overhead = host_overhead_ms(stream, flush)
     ok = host_med - overhead <= ev_med * (1 + config.host_slack_ratio) + config.host_slack_ms
     return GpuTiming(
         median_ms=ev_med if ok else host_med, event_median_ms=ev_med, host_median_ms=host_med,
