@@ -317,9 +317,11 @@ class CudaDevice:
                                     r"fill_uninitialized_memory"],
         }
 
-    def time_forward(self, call, input_sets, *, clock, params, on_start=lambda: None) -> dict:
+    def time_forward(self, call, input_sets, *, clock, params, on_start=lambda: None,
+                     on_block=None) -> dict:
         from foundry.evaluate.cuda_timing import time_forward
-        return time_forward(call, input_sets, clock=clock, params=params, on_start=on_start)
+        return time_forward(call, input_sets, clock=clock, params=params, on_start=on_start,
+                            on_block=on_block)
 
     def kernels_ran(self, call, *, source: str, backend: str, expected: Iterable[str] = (),
                     reference_kernels: Iterable[str] = ()) -> OwnKernelCheck:

@@ -165,11 +165,13 @@ def host_overhead_ms(stream, flush=None) -> float:
 
 def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfig(),
               device=None, clock: Callable[[], int] = time.perf_counter_ns,
-              on_start: Callable[[], None] = lambda: None) -> GpuTiming:
+              on_start: Callable[[], None] = lambda: None,
+              before_trial: Callable[[], None] | None = None) -> GpuTiming:
     """Time `fn()` on the current CUDA device by the protocol in the module docstring.
 
     `clock` (integer ns) is the host clock of the cross-check; the worker passes the one
-    it captured before any candidate code ran."""
+    it captured before any candidate code ran. `before_trial` runs before each trial, outside
+    the timed region (the worker changes the inputs there)."""
     import torch
     tf32 = apply_tf32_policy(config.tf32)
     flush = l2_flush_buffer(device) if config.flush_l2 else None
@@ -190,6 +192,9 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
     on_start()
     while len(events) < config.max_trials:
         _sync()
+        if before_trial is not None:
+            before_trial()
+            _sync()
         if flush is not None:
             flush.zero_()  # queued: the start event below waits behind it on the GPU
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
@@ -225,21 +230,31 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
 
 def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence], *,
                  clock: Callable[[], int], params: Mapping[str, Any],
-                 on_start: Callable[[], None] = lambda: None) -> dict:
+                 on_start: Callable[[], None] = lambda: None,
+                 on_block: Callable[[], None] | None = None) -> dict:
     """The judge's device-interface timing contract (see cpu_timing.time_forward): one
     call per block, each block a trial by the protocol above, inputs rotating over the
-    sets (the last output of each set is returned). `block_ns` holds the judged time of
+    sets (the last output of each set is returned). `on_block`, when given, changes the
+    inputs before every trial, outside the timed region; `last_input_changes[j]` says how
+    many changes set j's final output saw. `block_ns` holds the judged time of
     each trial (event time, or the host clock when the cross-check failed); `span_ns` is
     the whole timed loop by the worker's clock (flushes and synchronizations included),
     for the judge to compare with its own window; the GPU details come under "gpu"."""
     n_sets = len(input_sets)
     last: list = [None] * n_sets
     k = [0]
+    changes = [0]
+    last_changes = [0] * n_sets
 
     def one():
         i = k[0] % n_sets
         last[i] = call(input_sets[i])
+        last_changes[i] = changes[0]
         k[0] += 1
+
+    def change_inputs():
+        on_block()
+        changes[0] += 1
 
     cfg = GpuTimingConfig(
         warmup_ms=float(params.get("warmup_ms", GpuTimingConfig.warmup_ms)),
@@ -253,7 +268,8 @@ def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence]
         span[0] = clock()
         on_start()
 
-    timing = time_cuda(one, config=cfg, clock=clock, on_start=started)
+    timing = time_cuda(one, config=cfg, clock=clock, on_start=started,
+                       before_trial=change_inputs if on_block is not None else None)
     span[1] = clock()
     if not timing.host_check_ok:
         block_ns = [int(h * 1e6) for h in timing.host_ms]
@@ -262,7 +278,7 @@ def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence]
     gpu = {k2: v for k2, v in timing.__dict__.items() if k2 not in ("event_ms", "host_ms")}
     return {"block_ns": block_ns, "calls_per_block": 1, "warmup_calls": timing.warmup_runs,
             "estimate_ns": timing.median_ms * 1e6, "last_outputs": last,
-            "span_ns": span[1] - span[0], "gpu": gpu}
+            "span_ns": span[1] - span[0], "gpu": gpu, "last_input_changes": last_changes}
 
 
 def baseline_key(*, task_hash: str, shapes: str, gpu_name: str, tf32: str,
