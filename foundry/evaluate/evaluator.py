@@ -20,7 +20,8 @@ from foundry.evaluate.sandbox import JobOutcome, WarmWorker, run_job
 from foundry.evaluate.secrets import Scrubber, clean_env, truncate
 from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.timing_report import analyze
-from foundry.evaluate.verdict import Findings, check_consistency, check_probes, check_trials, decode
+from foundry.evaluate.verdict import (Findings, check_consistency, check_probes, check_trials, decode,
+                                      torch_compute_violation)
 from foundry.tasks.inputs import InputSpec, trial_plan
 from foundry.types import Candidate, EvalResult, Stage, Task
 
@@ -44,6 +45,7 @@ class Evaluator:
         self._reference = ReferenceRunner(self.device)
         self._baselines = BaselineCache(self.config.baseline_cache_dir)
         self._degeneracy: dict[str, Degeneracy] = {}
+        self._ref_ops: dict[str, frozenset] = {}
         self.hardware = self.device.hardware_id(self.config.threads)
         self.isolated = self.config.isolation != "none" and isolation.available()
         if self.config.isolation == "required" and not self.isolated:
@@ -92,12 +94,19 @@ class Evaluator:
                           eval_s=time.monotonic() - t0, hardware=self.hardware,
                           device=self.config.device, **kw)
 
-    def _run(self, job: dict, *, deadline_s: float, stop_early: bool) -> JobOutcome:
+    def _run(self, job: dict, *, deadline_s: float, stop_early: bool,
+             reference_ops: frozenset = frozenset()) -> JobOutcome:
         cfg = self.config
 
         def on_idle(out: JobOutcome) -> bytes:
             strict = not cfg.allow_torch_ops
-            if stop_early or any((strict and (m.header.get("torch_ops") or m.header.get("launches") == 0))
+
+            def bad_ops(h: dict) -> bool:
+                ops = h.get("torch_ops")
+                return bool(ops) and isinstance(ops, dict) and bool(
+                    torch_compute_violation(set(map(str, ops)), set(reference_ops)))
+
+            if stop_early or any((strict and (bad_ops(m.header) or m.header.get("launches") == 0))
                                  or m.header.get("inputs_changed") for m in out.of_kind("trial")):
                 return b"s"
             return b"g"
@@ -121,6 +130,10 @@ class Evaluator:
                    "warmup_ms": cfg.warmup_ms, "min_ms": cfg.timing_min_ms,
                    "min_calls": cfg.timing_min_calls, "max_calls": cfg.timing_max_calls,
                    "block_ms": cfg.timing_block_ms, "tf32": cfg.tf32}} if timing else None}
+        if timing and backend is not None and backend.name == "triton" and cfg.device == "cpu":
+            # Triton's interpreter: correct, but far too slow for a real timing protocol
+            job["timing"]["params"].update(min_calls=min(5, cfg.timing_min_calls),
+                                           min_ms=min(50.0, cfg.timing_min_ms), warmup_ms=0.0)
         if cand is not None:
             job.update(source=cand.source, params=dict(cand.params), launch_key=backend.launch_key,
                        backend=backend.name,
@@ -168,7 +181,8 @@ class Evaluator:
         init_seed = (base * 31 + 17) % (2**62)
         self._worker.ensure_preloaded(backend.preload)
         job = self._job(task, cand, plan, init_seed, timing=True, backend=backend)
-        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=bool(static.flags))
+        ref_ops = self._reference_ops(task)
+        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=bool(static.flags), reference_ops=ref_ops)
         # the worker is dead now: only from here on do reference outputs exist
         compiled = out.of_kind("compiled")
         compile_s = compiled[0].header.get("compile_s", 0.0) if compiled else 0.0
@@ -212,7 +226,7 @@ class Evaluator:
             f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
 
         check_trials(f, trials, references, plan, atol=atol, rtol=rtol, launch_key=backend.launch_key,
-                     allow_torch_ops=cfg.allow_torch_ops)
+                     allow_torch_ops=cfg.allow_torch_ops, reference_ops=ref_ops)
         repeat = out.of_kind("repeat")
         try:
             rep = decode(repeat[0]) if repeat else None
@@ -297,7 +311,8 @@ class Evaluator:
         plan = self._plan(task, base)
         init_seed = (base * 31 + 17) % (2**62)
         job = self._job(task, cand, plan, init_seed, timing=True, backend=backend)
-        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=False)
+        ref_ops = self._reference_ops(task)
+        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=False, reference_ops=ref_ops)
         timing_msgs = out.of_kind("timing")
         trials = {m.header.get("index"): m for m in out.of_kind("trial")}
         if not timing_msgs or len(trials) < len(plan):
@@ -312,7 +327,7 @@ class Evaluator:
                                               InputSpec(p["seed"], p["distribution"]))
         g = Findings()
         check_trials(g, trials, refs, plan, atol=task.atol, rtol=task.rtol, launch_key=backend.launch_key,
-                     allow_torch_ops=cfg.allow_torch_ops)
+                     allow_torch_ops=cfg.allow_torch_ops, reference_ops=ref_ops)
         check_probes(g, out.probes)
         r2, s2 = self._check_timing(g, out, timing_msgs[0], refs, job, metrics, atol=task.atol, rtol=task.rtol, task=task)
         if g.stage != Stage.CORRECT or g.flags:
@@ -322,6 +337,22 @@ class Evaluator:
         if r2 and r2 > runtime:
             return r2, s2
         return runtime, spread
+
+    def _reference_ops(self, task: Task) -> frozenset:
+        """The PyTorch compute ops the task's reference runs (cached per task), recorded on
+        inputs from a seed no trial uses, so no trial's reference output exists yet."""
+        key = task.source_hash
+        if key not in self._ref_ops:
+            try:
+                from foundry.evaluate.harness import _OpRecorder
+                model = self._reference.model(task, {}, 12345)
+                rec = _OpRecorder()
+                with rec:
+                    self._reference.outputs(model, task, {}, InputSpec(987654321))
+                self._ref_ops[key] = frozenset(rec.compute)
+            except Exception:  # noqa: BLE001 - a failing task is reported by the worker
+                self._ref_ops[key] = frozenset()
+        return self._ref_ops[key]
 
     def _check_degenerate(self, task: Task, outputs: list) -> Degeneracy:
         key = task.source_hash

@@ -40,13 +40,21 @@ PATTERNS: dict[str, tuple[str, ...]] = {
     "torch_patching": (
         r"\buse_deterministic_algorithms\b", r"\bfill_uninitialized_memory\b", r"\btorch\s*\.\s*_C\b",
         r"\btorch\s*\.\s*library\b", r"__torch_function__", r"__torch_dispatch__", r"DispatchMode",
-        r"TorchFunctionMode", r"\btorch\s*\.\s*overrides\b", r"\b_dispatch\b", r"set_flush_denormal",
+        r"TorchFunctionMode", r"\btorch\s*\.\s*overrides\b", r"\b_dispatch\b", r"set_flush_denormal", r"_python_dispatch", r"_pop_mode", r"mode_stack",
+        r"are_deterministic_algorithms_enabled",
         r"\btorch\s*\.\s*_dynamo\b", r"\bimportlib\b", r"\breload\s*\(", r"\b__builtins__\b",
         r"^\s*(import|from)\s+builtins\b", r"\bsetattr\s*\(", r"\bdelattr\s*\("),
     "file_access": (
         r"\bopen\s*\([^)]*,\s*['\"][^'\"]*[wax+]", r"\bwrite_(text|bytes)\s*\(", r"\bfopen\s*\(",
         r"^\s*(import|from)\s+shutil\b", r"\bos\s*\.\s*(remove|unlink|rename|replace|chmod|chown|symlink|"
         r"link|truncate|rmdir|makedirs|mkdir|open)\b", r"\bunlink\s*\(", r"\bsite-packages\b"),
+    "obfuscation": (
+        r"\bexec\s*\(", r"\beval\s*\(", r"\b__import__\s*\(", r"(?<![\w.])compile\s*\(",
+        r"\bgetattr\s*\([^,()]+,\s*(?!['\"][\w.]*['\"]\s*[,)])", r"\bvars\s*\(", r"\bglobals\s*\(\s*\)",
+        r"\blocals\s*\(\s*\)", r"^\s*(import|from)\s+(base64|codecs|marshal|pickle|zlib|types)\b",
+        r"\bchr\s*\(\s*\d", r"\bbytes\.fromhex\b", r"\.__dict__\b"),
+    "judge_access": (r"\bfoundry\s*\.\s*evaluate\b", r"^\s*from\s+foundry\s+import\s+[^\n]*\bevaluate\b",
+                     r"\bfoundry\s*\.\s*tasks\b", r"_timing\b"),
     "launch_tampering": (r"\brecord_launch\b", r"\breset_launches\b", r"\b_launches\b",
                          r"\blaunches\s*\("),
     "reference_call": (r"\bModel\s*\(", r"\bget_inputs\s*\(", r"\bget_init_inputs\s*\(",
@@ -79,6 +87,15 @@ log sum mean prod amax amin max min argmax argmin std var norm cumsum cumprod so
 conv1d conv2d conv3d conv_transpose2d linear layer_norm batch_norm group_norm dropout
 clamp clamp_ clip where masked_fill pow sqrt rsqrt abs logsumexp maximum minimum
 """.split())
+
+# library GEMM/convolution calls: left to the dynamic check, which allows them when the
+# task's reference uses them too and has other work left for the candidate's kernels
+LIBRARY_FUNCS = frozenset("""
+mm bmm matmul addmm baddbmm einsum linear conv1d conv2d conv3d conv_transpose1d
+conv_transpose2d conv_transpose3d
+""".split())
+LIBRARY_LAYERS = frozenset({"Linear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+                            "ConvTranspose2d", "ConvTranspose3d"})
 
 NN_LAYER_OK = frozenset({"Module", "Parameter", "ParameterList", "ParameterDict", "ModuleList",
                          "ModuleDict", "Buffer", "Identity"})
@@ -118,7 +135,7 @@ class _Visitor(ast.NodeVisitor):
         self.compute: list[str] = []
         self.fallback: list[str] = []
         self.patched: list[str] = []
-        self.layers: set[str] = set()  # self.<attr> assigned an nn layer
+        self.layers: dict[str, str] = {}  # self.<attr> assigned an nn layer -> its class name
         self.layer_calls: list[str] = []
         self._fn_stack: list[str] = []
         self._args: list[set] = []
@@ -166,7 +183,7 @@ class _Visitor(ast.NodeVisitor):
                 full = self._resolve(fn)
                 if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] not in NN_LAYER_OK \
                         and not full.startswith("torch.nn.functional"):
-                    self.layers.add(d[5:])
+                    self.layers[d[5:]] = full.rsplit(".", 1)[-1]
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
@@ -197,35 +214,33 @@ class _Visitor(ast.NodeVisitor):
 
     visit_TryStar = visit_Try  # type: ignore[assignment]
 
-    def _is_compute(self, node: ast.AST) -> bool:
+    def _is_compute(self, node: ast.AST) -> str:
+        """"" (no compute), "library" (a GEMM/convolution call) or "torch" (anything else)."""
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-            return True
+            return "library"
         if not isinstance(node, ast.Call):
-            return False
+            return ""
         d = _dotted(node.func)
         if d:
             full = self._resolve(d)
+            name = full.rsplit(".", 1)[-1]
             if full.startswith(("torch.nn.functional.", "torch.ops.", "torch.linalg.", "torch.fft.",
                                 "torch.special.")):
-                return True
+                return "library" if name in LIBRARY_FUNCS else "torch"
             if full.startswith("torch.") and full.count(".") == 1 and full[6:] not in TORCH_ALLOWED:
-                return True
+                return "library" if name in LIBRARY_FUNCS else "torch"
             if full.startswith("self.") and full[5:] in self.layers:
-                return True
+                return "library" if self.layers[full[5:]] in LIBRARY_LAYERS else "torch"
         if (isinstance(node.func, ast.Attribute) and node.func.attr in COMPUTE_METHODS
                 and isinstance(node.func.value, ast.Name) and self._args
                 and node.func.value.id in self._args[-1]):
-            return True  # x.relu(), a.matmul(b) on a forward argument
-        return False
+            # x.relu(), a.matmul(b) on a forward argument
+            return "library" if node.func.attr in LIBRARY_FUNCS else "torch"
+        return ""
 
     def visit_Call(self, node: ast.Call) -> None:
-        if not self._in_init() and self._is_compute(node):
+        if not self._in_init() and self._is_compute(node) == "torch":
             self.compute.append(f"line {node.lineno}: {ast.unparse(node.func)[:50]}")
-        self.generic_visit(node)
-
-    def visit_BinOp(self, node: ast.BinOp) -> None:
-        if not self._in_init() and self._is_compute(node):
-            self.compute.append(f"line {node.lineno}: '@' operator")
         self.generic_visit(node)
 
 

@@ -50,8 +50,34 @@ def decode(msg: Any) -> Any:
     return protocol.decode_tree(msg.header.get("tree"), msg.tensors)
 
 
+LIBRARY_OPS = frozenset("""
+mm addmm bmm baddbmm matmul linear convolution _convolution conv1d conv2d conv3d
+conv_transpose1d conv_transpose2d conv_transpose3d mkldnn_convolution addmv mv dot
+""".split())
+
+
+def torch_compute_violation(candidate_ops: set, reference_ops: set) -> str:
+    """Why the candidate's PyTorch ops are not allowed ("" if they are).
+
+    A kernel file may leave GEMMs/convolutions to the library (KernelBench's level-2
+    practice: a library GEMM with the rest fused into the candidate's kernel) when the
+    reference uses them too and has other work, which the kernels must then do. Every
+    other PyTorch compute op in forward is a PyTorch rewrite."""
+    other = sorted(set(candidate_ops) - LIBRARY_OPS)
+    if other:
+        return "forward computed with PyTorch ops (" + ", ".join(other)[:200] + ")"
+    lib = set(candidate_ops) & LIBRARY_OPS
+    if lib and not (reference_ops & LIBRARY_OPS):
+        return "forward used library GEMM/convolution ops the task does not have (" + ", ".join(sorted(lib)) + ")"
+    if lib and not (reference_ops - LIBRARY_OPS):
+        return ("the task is a library GEMM/convolution and forward left it to PyTorch ("
+                + ", ".join(sorted(lib)) + ")")
+    return ""
+
+
 def check_trials(f: Findings, trials: dict, references: dict, trial_plan: list, *,
-                 atol, rtol, launch_key: str | None, allow_torch_ops: bool) -> None:
+                 atol, rtol, launch_key: str | None, allow_torch_ops: bool,
+                 reference_ops: set = frozenset()) -> None:
     """Compare every trial's output with the reference and apply the per-trial guards."""
     for i, ref in references.items():
         msg = trials[i]
@@ -75,9 +101,10 @@ def check_trials(f: Findings, trials: dict, references: dict, trial_plan: list, 
         if isinstance(prof, dict) and not allow_torch_ops and prof.get("own_kernels", 1) == 0:
             f.flag("kernel_not_launched", f"{where}: the profiler saw none of the candidate's kernels "
                                           f"run ({str(prof.get('kernel_note', ''))[:200]})")
-        if h.get("torch_ops") and not allow_torch_ops:
-            ops = ", ".join(sorted(h["torch_ops"]))[:200]
-            f.flag("torch_compute", f"{where}: forward computed with PyTorch ops ({ops})")
+        if isinstance(h.get("torch_ops"), dict) and h["torch_ops"] and not allow_torch_ops:
+            why = torch_compute_violation(set(map(str, h["torch_ops"])), set(reference_ops))
+            if why:
+                f.flag("torch_compute", f"{where}: {why}")
         if isinstance(h.get("threads_started"), int) and h["threads_started"] > 0:
             f.flag("threads", f"{where}: {h['threads_started']} thread(s) still running after forward")
 

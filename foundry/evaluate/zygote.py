@@ -73,6 +73,9 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> None:
         os.close(null)
         os.close(log_fd)
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # processes and threads: what the user runs now plus headroom (no fork bombs)
+        nproc = sum(1 for e in os.listdir("/proc") if e.isdigit()) + int(req.get("nproc_headroom", 512))
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         fsize = int(req["fsize_mb"]) << 20
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         if req.get("address_cap", True):  # CUDA reserves far more address space than it uses
