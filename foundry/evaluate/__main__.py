@@ -70,11 +70,16 @@ def main(argv: list[str] | None = None) -> int:
         task = load_task(args.task_file, profile=args.profile or ("small" if args.device == "cpu" else "full"))
     except TaskError as e:
         p.error(str(e).replace("\n", " "))
+    note = ""
     try:
-        with open(args.candidate_file) as f:
-            source = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        p.error(f"cannot read candidate file {args.candidate_file}: {getattr(e, 'strerror', None) or e}")
+        with open(args.candidate_file, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        p.error(f"cannot read candidate file {args.candidate_file}: {e.strerror or e}")
+    try:
+        source = raw.decode("utf-8")
+    except UnicodeDecodeError:  # a bad candidate, not bad usage: judged stage syntax
+        source, note = "", "the candidate file is not UTF-8 text"
 
     from foundry.evaluate import EvalConfig, Evaluator
     conf = {"device": args.device, "allow_torch_ops": args.allow_torch_ops}
@@ -92,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - e.g. device "cuda" without its implementation
         p.error(str(e).replace("\n", " "))
     backend = args.backend or guess_backend(source)
-    cand = Candidate.make(task_id=task.task_id, source=source, backend=backend)
+    cand = Candidate.make(task_id=task.task_id, source=source, backend=backend, note=note)
     try:
         r = ev.evaluate(task=task, candidate=cand)
     finally:

@@ -133,13 +133,19 @@ class WarmWorker:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cmd = [sys.executable, "-c", "from foundry.evaluate.zygote import main; main()",
                str(theirs.fileno()), ",".join(self.preload)]
+        self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(cmd, env=self.env, pass_fds=(theirs.fileno(),),
                                      start_new_session=True, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=self._stderr,
                                      cwd=tempfile.gettempdir())
         theirs.close()
         self.sock = mine
-        reply = self._recv(READY_TIMEOUT_S)
+        try:
+            reply = self._recv(READY_TIMEOUT_S)
+        except SandboxError as e:
+            self._stderr.seek(0)
+            tail = self._stderr.read()[-2000:].decode(errors="replace")
+            raise SandboxError(f"{e}; its stderr: {tail}") from None
         if not reply.get("ready"):
             raise SandboxError(f"warm worker did not start: {reply}")
         self.start_s = time.monotonic() - t0

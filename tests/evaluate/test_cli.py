@@ -71,3 +71,12 @@ def test_secrets_are_scrubbed_from_cli_output(tmp_path, isolation):
     assert v["stage"] == "compile" and "leaking" in v["error"]
     if isolation == "none":  # it can read the judge's environment: the values are scrubbed
         assert "[redacted]" in v["error"]
+
+
+def test_a_candidate_that_is_not_text_is_a_syntax_verdict(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(b"\xff\xfe\x00 not text")
+    p = run(RELU, str(bad), "--json", tmp=tmp_path)
+    assert p.returncode == 0
+    v = json.loads(p.stdout.strip().splitlines()[-1])
+    assert v["stage"] == "syntax" and v["correct"] is False and "UTF-8" in v["error"]
