@@ -1,0 +1,30 @@
+"""Template candidates through the real judge (sandboxed worker, every guard)."""
+
+import pytest
+
+from tests.templates.helpers import TASKS
+
+from foundry.tasks import load_task
+from foundry.templates.engine import emit
+from foundry.types import Candidate
+
+evaluate = pytest.importorskip("foundry.evaluate")
+
+
+@pytest.fixture(scope="module")
+def judge():
+    from foundry.evaluate.config import EvalConfig
+    cfg = EvalConfig.from_config({"trials": 2, "compile_baseline": False, "timing_min_ms": 20.0,
+                                  "warmup_ms": 5.0, "check_variants": False})
+    with evaluate.Evaluator(config=cfg) as ev:
+        yield ev
+
+
+@pytest.mark.parametrize("name,backend", [("softmax_rows", "c"), ("cumsum_reverse", "c"), ("sum_dim1", "triton")])
+def test_template_candidate_passes_every_guard(judge, name, backend):
+    task = load_task(TASKS / f"{name}.py", profile="small")
+    cand = Candidate.make(task_id=task.task_id, source=emit(task, backend=backend), backend=backend,
+                          origin="template")
+    r = judge.evaluate(task=task, candidate=cand)
+    assert r.flags == () and r.correct, r.error
+    assert r.runtime_ms and r.runtime_ms > 0
