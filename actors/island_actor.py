@@ -17,6 +17,7 @@ from ray.exceptions import RayActorError
 from actors.island_host import IslandHost
 from actors.island_worker import IslandWorker
 from actors.parts import make_island, make_proposer
+from actors.proposer_actor import RemoteProposer
 from foundry.types import Candidate, EvalResult, Task
 
 
@@ -53,9 +54,12 @@ class IslandActor:
         seed = int(settings.get("seed", 0))
         hosts = {t: IslandHost(make_island(island=settings["island"], island_index=island_index,
                                            task_id=t, seed=seed)) for t in tasks}
-        proposer = make_proposer(llm=settings["llm"], templates=settings["templates"],
-                                 on_llm_call=self._on_llm_call, seed=seed, island_index=island_index,
-                                 impl=settings.get("proposer_impl"))
+        if settings.get("proposer_actor") is not None:  # the shared template engine
+            proposer: Any = RemoteProposer(settings["proposer_actor"])
+        else:
+            proposer = make_proposer(llm=settings["llm"], templates=settings["templates"],
+                                     on_llm_call=self._on_llm_call, seed=seed, island_index=island_index,
+                                     impl=settings.get("proposer_impl"))
 
         async def submit(task: Task, candidate: Candidate):
             return await dispatcher.submit.remote(task, candidate)

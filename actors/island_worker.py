@@ -60,6 +60,7 @@ class IslandWorker:
         self.outbox: list[tuple[Candidate, EvalResult, str]] = []
         self.llm_calls: list[dict] = []
         self.in_flight_ids: set[str] = set()
+        self.proposed: dict[str, set] = {}  # ids of proposals already submitted, per task
         self.duplicates: dict[str, int] = {}
         self.proposer_errors = 0
         self.max_proposer_errors = max_proposer_errors
@@ -132,7 +133,11 @@ class IslandWorker:
         child = host.adopt(child, generation=request.generation, parent=request.parent,
                            prompt_id=prompt_id)
         cid = child.candidate_id
-        if host.has_seen(cid) or cid in self.in_flight_ids:
+        proposed = self.proposed.setdefault(task_id, set())
+        if cid in self.in_flight_ids:  # e.g. a second translation while the first is judged
+            await asyncio.sleep(0.05)
+            return
+        if host.has_seen(cid) or cid in proposed:
             n = self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
             if n >= self.max_duplicates:
                 self.retire(task_id, f"{n} proposals in a row were already evaluated")
@@ -144,6 +149,7 @@ class IslandWorker:
             evaluated, result, evaluator, refusal = await self.submit(task, child)
         finally:
             self.in_flight_ids.discard(cid)
+        proposed.add(cid)  # tuning may turn it into a known candidate: never submit it again
         if refusal:
             scope, _, reason = refusal.partition(": ")
             self.stop(reason) if scope == "all" else self.retire(task_id, reason)
@@ -152,6 +158,7 @@ class IslandWorker:
             child = dataclasses.replace(evaluated, island_id=child.island_id, parent_ids=child.parent_ids,
                                         generation=child.generation, strategy_id=child.strategy_id)
         if host.has_seen(child.candidate_id):  # arrived meanwhile (a migrant, a twin, a tuned twin)
+            self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
             return
         result, _ = host.add(child, result)
         self.outbox.append((child, result, evaluator))

@@ -15,8 +15,14 @@ from actors.evaluation import tuner_config
 from actors.evaluator_actor import EvaluatorActor, evaluator_options
 from actors.island_actor import IslandActor
 from actors.prompt_actor import PromptEvolverActor
+from actors.proposer_actor import ProposerActor
 
 log = logging.getLogger("foundry.run")
+
+
+def _llm_enabled(llm: dict) -> bool:
+    from foundry.llm import LLMConfig
+    return LLMConfig.from_config(dict(llm)).enabled
 
 
 class Supervisor:
@@ -45,6 +51,11 @@ class Supervisor:
     # -- start ------------------------------------------------------------------
     def _start_actors(self) -> None:
         s, raw = self.s, self.s.raw
+        # islands, the dispatcher and the prompt actor stay on the driver's node (cheap CPU
+        # actors, and their checkpoints land in the run directory there); evaluators go
+        # wherever the GPUs are
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
         n_eval = self.gpus if self.gpus else s.ray.cpu_evaluators
         opts = evaluator_options(gpu=bool(self.gpus), cpus=s.ray.evaluator_cpus,
                                  max_restarts=s.ray.max_restarts, slots=s.ray.slots_per_evaluator)
@@ -58,10 +69,12 @@ class Supervisor:
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)
         spent = {t: p.evaluations for t, p in self.progress.tasks.items()}
-        self.dispatcher = DispatcherActor.remote(budget=budget, budget_per_key=s.budget.evaluations_per_task,
+        self.dispatcher = DispatcherActor.options(scheduling_strategy=here).remote(
+            budget=budget, budget_per_key=s.budget.evaluations_per_task,
                                                  spent_per_key=spent)
         ray.get(self.dispatcher.add_evaluators.remote(self.evaluators, s.ray.slots_per_evaluator))
-        self.prompt_actor = PromptEvolverActor.options(max_restarts=s.ray.max_restarts).remote(
+        self.prompt_actor = PromptEvolverActor.options(max_restarts=s.ray.max_restarts,
+                                                       scheduling_strategy=here).remote(
             prompt=raw.get("prompt") or {}, llm=raw.get("llm") or {}, seed=self.s.seed,
             state_path=str(self.run_dir.checkpoints / "prompts.json"))
         settings = {"island": raw.get("island") or {}, "llm": raw.get("llm") or {},
@@ -69,9 +82,15 @@ class Supervisor:
                     "in_flight": s.run.in_flight_per_island, "max_duplicates": s.run.max_duplicates,
                     "checkpoint_every_s": s.run.checkpoint_every_s, "seed": s.seed,
                     "proposer_impl": s.run.proposer_impl}
+        settings["proposer_actor"] = None
+        if not s.run.proposer_impl and not _llm_enabled(raw.get("llm") or {}):
+            self.proposer_actor = ProposerActor.options(scheduling_strategy=here).remote(
+                llm=raw.get("llm") or {}, templates=raw.get("templates") or {}, seed=s.seed)
+            settings["proposer_actor"] = self.proposer_actor
         count = int((raw.get("island") or {}).get("count", 1))
         for i in range(count):
-            self.islands[i] = IslandActor.options(max_restarts=s.ray.max_restarts, max_task_retries=0).remote(
+            self.islands[i] = IslandActor.options(max_restarts=s.ray.max_restarts, max_task_retries=0,
+                                                  scheduling_strategy=here).remote(
                 island_index=i, tasks=self.tasks, settings=settings, dispatcher=self.dispatcher,
                 prompt_actor=self.prompt_actor, checkpoint_dir=str(self.run_dir.island_checkpoint_dir(i)))
         self._check_targets()

@@ -8,7 +8,8 @@ import dataclasses
 from actors.island_host import IslandHost
 from actors.island_worker import IslandWorker
 from actors.parts import make_island
-from actors.standins import CopyKernelProposer, FixedCostEvaluator
+from actors.standins import CopyKernelProposer, FixedCostEvaluator, copy_candidate_source
+from foundry.types import Candidate
 
 
 def make_worker(task, *, index=0, budget=None, in_flight=3, proposer=None, prompts=None):
@@ -98,3 +99,22 @@ async def test_migration_between_workers(relu_task):
     assert out, "island 0 is due after 10 generations"
     assert b.immigrate({relu_task.task_id: out}) >= 1
     assert a.emigrants()[relu_task.task_id] == []  # not due again yet
+
+
+async def test_a_proposal_in_flight_is_waited_for_not_counted_as_a_duplicate(relu_task):
+    class Slow(CopyKernelProposer):
+        async def propose(self, request):  # the same translation every time
+            return Candidate.make(task_id=request.task.task_id, backend="c", origin="template",
+                                  source=copy_candidate_source(request.task, 5))
+
+    w = make_worker(relu_task, proposer=Slow(), in_flight=2, budget=3)
+    w.max_duplicates = 3
+    slow_submit = w.submit
+
+    async def submit(t, c):
+        await asyncio.sleep(0.5)  # a long evaluation: the other slot proposes the same meanwhile
+        return await slow_submit(t, c)
+    w.submit = submit
+    await asyncio.wait_for(w.run(), 10)
+    assert len(w.drain()["records"]) == 1
+    assert "already evaluated" in w.retired[relu_task.task_id]  # retired only after it was judged
