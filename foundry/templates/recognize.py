@@ -8,7 +8,6 @@ convolution, pooling, views) stays a torch call in the generated forward.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import torch
@@ -16,33 +15,13 @@ import torch.fx as fx
 import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
-from foundry.templates.ir import FLOAT, Description, Instr, Operand, Phase, Prologue, Ref, Region, RowOp
+from foundry.templates.ir import FLOAT, Description, Instr, Operand, Phase, Ref, Region, RowOp
 from foundry.templates.decompose import decompose
+from foundry.templates.forward import _linear_epilogue, _prologues, _rewrite
+from foundry.templates.fxutil import NotCovered, _dtype, _shape
 from foundry.templates.ops import pointwise_of, rowop_of
 
 _IDENTITY_ON_ONE = ("sum", "mean", "max", "min", "logsumexp", "prod")
-_DTYPES = {torch.float32: "float32", torch.bool: "bool", torch.int64: "int64", torch.int32: "int32"}
-_FX_GLOBALS = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "operator",
-               "builtins", "getattr"}
-
-
-class NotCovered(ValueError):
-    """No template applies to this forward; the message says why."""
-
-
-def _meta(node):
-    tm = node.meta.get("tensor_meta")
-    return tm if tm is not None and hasattr(tm, "shape") else None
-
-
-def _shape(node):
-    tm = _meta(node)
-    return tuple(tm.shape) if tm is not None else None
-
-
-def _dtype(node):
-    tm = _meta(node)
-    return _DTYPES.get(tm.dtype) if tm is not None else None
 
 
 def trace(model: nn.Module, inputs) -> fx.GraphModule:
@@ -432,134 +411,3 @@ def _build_region(name, g, extra, modules) -> Region:
 
 def _attr_var(path):
     return None if path is None else "_w_" + path.replace(".", "_")
-
-
-def _rewrite(gm, groups, built, extra) -> str:
-    graph = gm.graph
-    replaced: dict = {}
-    for region in built:
-        gm.add_submodule(region.name, nn.Identity())
-    for g, region in zip(groups, built):
-        last = g.last
-        with graph.inserting_before(g.nodes[0]):
-            args = []
-            names = {}
-            for n in g.nodes:
-                for a in n.all_input_nodes:
-                    names[a.name] = a
-            if g.row_node is not None:
-                x = extra[g.row_node][1].x  # the row op's input (through tuples and flips)
-                names.setdefault(x.name, x)
-            for var in region.inputs:
-                if var in replaced:
-                    args.append(replaced[var])
-                elif var in names:
-                    args.append(names[var])
-                elif var.startswith("_w_"):
-                    path = _path_of(gm, var)
-                    args.append(graph.get_attr(path))
-                else:
-                    raise NotCovered(f"internal: region input {var} not found")
-        with graph.inserting_after(last):
-            call = graph.create_node("call_module", region.name, tuple(args))
-        last.replace_all_uses_with(call)
-        call.args = tuple(args)
-        replaced[last.name] = call
-    graph.eliminate_dead_code()
-    _check_leftovers(gm)
-    for n in graph.nodes:
-        n.type = None  # no annotations in the emitted forward
-    code = graph.python_code(root_module="self")
-    unknown = set(code.globals) - _FX_GLOBALS
-    if unknown:
-        raise NotCovered(f"the forward uses objects that cannot be re-emitted: {sorted(unknown)}")
-    return code.src
-
-
-def _path_of(gm, var):
-    for name, _ in list(gm.named_parameters()) + list(gm.named_buffers()):
-        if "_w_" + name.replace(".", "_") == var:
-            return name
-    raise NotCovered(f"internal: parameter for {var} not found")
-
-
-_LINEAR = (nn.Linear,)
-_CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
-
-
-def _prologues(gm, modules):
-    for n in gm.graph.nodes:
-        if n.op == "call_module" and not n.target.startswith("_k"):
-            m = modules.get(n.target)
-            kind = "linear" if isinstance(m, _LINEAR) else "conv" if isinstance(m, _CONV) else "other"
-            yield Prologue(kind=kind, target=n.target)
-        elif n.op == "call_function" and getattr(n.target, "__name__", "") in ("matmul", "mm", "bmm", "linear"):
-            yield Prologue(kind="matmul", target=n.target.__name__)
-
-
-def _linear_epilogue(gm, modules, groups, built):
-    none = (None, None, None)
-    nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
-    if len(nodes) != 2 or nodes[0].op != "call_module" or not isinstance(modules.get(nodes[0].target), nn.Linear):
-        return none
-    k = nodes[1]
-    if k.op != "call_module" or not k.target.startswith("_k"):
-        return none
-    idx = int(k.target[2:])
-    region = built[idx]
-    if region.row is not None or k.args[region.anchor] is not nodes[0]:
-        return none
-    x = nodes[0].args[0]
-    if len(_shape(nodes[0])) != 2 or not isinstance(x, fx.Node) or x.op != "placeholder":
-        return none
-    exprs = []
-    for i, a in enumerate(k.args):
-        if i == region.anchor:
-            continue
-        if a.op == "get_attr":
-            exprs.append(f"self.{a.target}")
-        elif a.op == "placeholder":
-            exprs.append(a.name)
-        else:
-            return none
-    places = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
-    fwd = (f"def forward(self, {', '.join(places)}):\n"
-           f"    return self._mm({', '.join([x.name] + exprs)})\n")
-    return nodes[0].target, idx, fwd
-
-
-# what may stay a torch call next to the kernels: the vendor-library ops (matmul and
-# convolution, on cuBLAS/cuDNN/ATen) and movement (views, copies, allocation, metadata)
-_KEEP_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d,
-                 nn.ConvTranspose3d, nn.Flatten, nn.Unflatten, nn.Identity)
-_KEEP_FUNCS = {torch.matmul, torch.mm, torch.bmm, torch.nn.functional.linear, torch.nn.functional.conv1d,
-               torch.nn.functional.conv2d, torch.nn.functional.conv3d, torch.flatten, torch.reshape,
-               torch.cat, torch.stack, torch.transpose, torch.permute, torch.squeeze, torch.unsqueeze,
-               torch.zeros_like, torch.ones_like, torch.empty_like, torch.chunk, torch.split, torch.narrow}
-_KEEP_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
-                 "squeeze", "expand", "expand_as", "view_as", "chunk", "split", "narrow", "unflatten", "t",
-                 "dim", "numel", "clone", "detach"}
-
-
-def _check_leftovers(gm) -> None:
-    modules = dict(gm.named_modules())
-    for n in gm.graph.nodes:
-        if n.op == "call_module":
-            if n.target.startswith("_k") or isinstance(modules.get(n.target), _KEEP_MODULES):
-                continue
-            raise NotCovered(f"{type(modules.get(n.target)).__name__} ({n.target}) would stay a torch op; "
-                             "templates keep only matmul/convolution and views in torch")
-        if n.op == "call_function":
-            name = getattr(n.target, "__name__", str(n.target))
-            if n.target in _KEEP_FUNCS or name in ("getitem", "getattr"):
-                continue  # slicing and tuple items are views
-            if name in ("mul", "floordiv", "add", "sub", "truediv") and not _is_tensor(n):
-                continue  # arithmetic on sizes
-            raise NotCovered(f"{name} would stay a torch op; templates keep only matmul/convolution and views in torch")
-        if n.op == "call_method" and n.target not in _KEEP_METHODS:
-            raise NotCovered(f".{n.target}() would stay a torch op; templates keep only matmul/convolution and "
-                             "views in torch")
-
-
-def _is_tensor(n) -> bool:
-    return _meta(n) is not None

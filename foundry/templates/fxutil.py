@@ -1,0 +1,26 @@
+"""Small helpers over torch.fx nodes annotated by ShapeProp."""
+
+from __future__ import annotations
+
+import torch
+
+_DTYPES = {torch.float32: "float32", torch.bool: "bool", torch.int64: "int64", torch.int32: "int32"}
+
+
+class NotCovered(ValueError):
+    """No template applies to this forward; the message says why."""
+
+
+def _meta(node):
+    tm = node.meta.get("tensor_meta")
+    return tm if tm is not None and hasattr(tm, "shape") else None
+
+
+def _shape(node):
+    tm = _meta(node)
+    return tuple(tm.shape) if tm is not None else None
+
+
+def _dtype(node):
+    tm = _meta(node)
+    return _DTYPES.get(tm.dtype) if tm is not None else None
