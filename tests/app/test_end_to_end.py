@@ -123,19 +123,20 @@ def test_sigkill_then_resume_loses_nothing_and_ctrl_c_writes_the_report(llm_serv
         seen.add(key)
 
 
-def test_multirun_runs_each_job_with_its_own_ray(tmp_path):
-    """`-m island.count=1,2`: two jobs, one after the other, each starting and stopping
-    its own Ray (stand-in evaluator and proposer keep it quick)."""
+def test_multirun_of_the_default_path_runs_each_job_with_its_own_ray(tmp_path):
+    """`-m island.count=1,2` with llm=none (the template engine, the real evaluator, tuning):
+    two jobs, one after the other, each starting and stopping its own Ray."""
     out = subprocess.run(
         [sys.executable, "-m", "foundry", "-m", "+exp=smoke", f"tasks.path={RELU}", "island.count=1,2",
-         "budget.evaluations=4", "run.evaluator_impl=actors.standins:fixed_cost_evaluator",
-         "run.proposer_impl=actors.standins:copy_kernel_proposer", f"hydra.sweep.dir={tmp_path}"],
-        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=240)
+         "budget.evaluations=3", "templates.tune_budget=2", f"hydra.sweep.dir={tmp_path}"],
+        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=280)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     for job, count in (("0", 1), ("1", 2)):
         run_dir = tmp_path / job
         records = read_evaluations(run_dir)
-        assert len(records) == 4 and (run_dir / "report.md").exists()
+        assert len(records) == 3 and (run_dir / "report.md").exists()
+        assert all(r.candidate.origin == "template" for r in records)
+        assert any(r.result.correct for r in records), [r.result.error[:200] for r in records]
         assert {r.candidate.island_id for r in records} <= set(range(count))
         assert len(list((run_dir / "checkpoints").glob("island-*"))) == count
     assert out.stdout.count("evaluation budget spent") == 2
