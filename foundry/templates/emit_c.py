@@ -12,7 +12,7 @@ from foundry.templates.c_ops import C_DTYPE, C_MATH, C_REDUCE, c_pointwise
 from foundry.templates.ir import Phase, Region
 from foundry.templates.launch import phase_ints
 
-TUNABLE_C = {"BLOCK": [4096, 1024, 16384, 65536], "IBLOCK": [64, 16, 256],
+TUNABLE_C = {"BLOCK": [4096, 1024, 16384, 65536], "IBLOCK": [256, 64, 16],
              "SIMD": [0, 8, 16], "SCHED": ["static", "dynamic"]}
 
 
@@ -319,7 +319,13 @@ def _scan_paths(region: Region) -> list:
 
     pre, v = _pre_at(region, f"base + {lexpr}")
     row_body = ["const int64_t o = t;", "const int64_t base = o * L;", f"double acc = {init};"]
-    row_body += _loop("ll", "L", pre + update(v, "acc") + _post_write(region, "f", "e"))
+    if region.pre.body:
+        # the chain before the scan vectorises in its own pass (into out), the scan reads it back
+        row_body += _loop("ll", "L", pre + [f"out[f] = {v};"], "#pragma omp simd")
+        row_body += _loop("ll", "L", [f"const int64_t f = base + {lexpr};"] + update("out[f]", "acc")
+                          + _post_write(region, "f", "e"))
+    else:
+        row_body += _loop("ll", "L", pre + update(v, "acc") + _post_write(region, "f", "e"))
     pre_c, vc = _pre_at(region, f"o * L * inner + {lexpr} * inner + c")
     col_body = ["const int64_t nb = (inner + @IBLOCK@ - 1) / @IBLOCK@;",
                 "const int64_t o = t / nb, c0 = (t % nb) * @IBLOCK@;",
