@@ -5,6 +5,7 @@ bytes over the measured copy bandwidth).
 
     python benchmarks/templates_gpu.py [--level 1 2 3] [--budget 8] [--only SUBSTR] [--time-limit 540]
                                        [--measure inprocess|judge] [--no-compile] [--out results.csv]
+                                       [--part i/n]
 
 --measure inprocess (default): CUDA events around each call, L2 flushed before each,
 median of 30; correctness against the reference on one input set. --measure judge: the
@@ -36,13 +37,18 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=540.0,
                     help="stop starting new tasks after this many seconds and print the summary so far")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    ap.add_argument("--part", default="1/1", help="i/n: run only the i-th of n equal slices of the task list")
     ap.add_argument("--measure", default="inprocess", choices=["inprocess", "judge"])
     ap.add_argument("--profile", default="full")
     ap.add_argument("--cache", default="", help="tuning cache JSON path (default: none)")
     ap.add_argument("--out", default="", help="write per-task rows to this CSV")
     ap.add_argument("--device", default="cuda",
                     help="cuda (default); cpu only dry-runs the script under TRITON_INTERPRET=1 (timings meaningless)")
+    ap.add_argument("--summarize", nargs="*", default=None, help="only print the summary of these CSV files")
     a = ap.parse_args()
+    if a.summarize:
+        _summary(_from_csv(a.summarize), [])
+        return 0
 
     import os
     if a.device == "cpu":
@@ -70,9 +76,10 @@ def main() -> int:
     tuner = Tuner(config=TunerConfig(budget=a.budget, cache_path=a.cache or None))
     rows, skipped = [], []
     started = time.time()
-    for task in load_suite(level=a.level, profile=a.profile):
-        if a.only not in task.task_id:
-            continue
+    part, parts = (int(v) for v in a.part.split("/"))
+    tasks = [t for t in load_suite(level=a.level, profile=a.profile) if a.only in t.task_id]
+    tasks = tasks[(part - 1) * len(tasks) // parts: part * len(tasks) // parts]
+    for task in tasks:
         if time.time() - started > a.time_limit:
             print(f"time limit reached; stopping before {task.task_id}", flush=True)
             break
@@ -121,6 +128,18 @@ def main() -> int:
         print(f"{task.task_id:42s} {variant:7s} eager {r.eager_ms:8.4f} compile {comp_ms or float('nan'):8.4f} "
               f"template {r.runtime_ms:8.4f} ms  vs eager {row['speedup_eager']:5.2f}x  vs compile {sc}  "
               f"floor fraction {fr}  {params}", flush=True)
+    _summary(rows, skipped)
+    if a.out:
+        with open(a.out, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
+            w.writeheader()
+            w.writerows(rows)
+    if evaluator is not None:
+        evaluator.close()
+    return 0
+
+
+def _summary(rows, skipped):
     ok = [r for r in rows if not r["error"]]
     covered = len(rows)
     print()
@@ -137,14 +156,18 @@ def main() -> int:
         print(f"memory-bound tasks: {len(mem)}; geomean fraction of the roofline floor: template "
               f"{_geo(min(r['roofline_fraction'], 1.0) for r in mem):.2f}, eager "
               f"{_geo(min(r['eager_roofline_fraction'], 1.0) for r in mem):.2f}; at or above 0.70: {at70}/{len(mem)}")
-    if a.out:
-        with open(a.out, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=sorted({k for r in rows for k in r}))
-            w.writeheader()
-            w.writerows(rows)
-    if evaluator is not None:
-        evaluator.close()
-    return 0
+
+
+def _from_csv(paths):
+    rows = []
+    for p in paths:
+        with open(p) as f:
+            for r in csv.DictReader(f):
+                for k in ("eager_ms", "compile_ms", "template_ms", "speedup_eager", "speedup_compile",
+                          "compile_over_eager", "floor_ms", "roofline_fraction", "eager_roofline_fraction"):
+                    r[k] = float(r[k]) if r.get(k) not in (None, "", "None") else None
+                rows.append(r)
+    return rows
 
 
 if __name__ == "__main__":
