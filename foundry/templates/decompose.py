@@ -5,7 +5,8 @@ templates know, with views (movement ops) where parameters must broadcast.
   module in eval mode): (x - mean) * rsqrt(var + eps) * weight + bias, the per-channel
   tensors viewed as (C, 1, ...) so they broadcast along dim 1;
 - `torch.max(x, dim).values` / `.indices`: the tuple items 0 / 1;
-- F.mse_loss(a, b, reduction="none"): (a - b) * (a - b).
+- F.mse_loss(a, b, reduction="none"): (a - b) * (a - b);
+- F.smooth_l1_loss / F.huber_loss (reduction="none"): branch-free with a clamp.
 """
 
 from __future__ import annotations
@@ -47,6 +48,9 @@ def decompose(gm: fx.GraphModule) -> bool:
             graph.erase_node(node)
             changed = True
             continue
+        if _robust_loss(node, graph):
+            changed = True
+            continue
         bn = _batch_norm_args(node, modules, graph)
         if bn is None:
             continue
@@ -74,6 +78,33 @@ def decompose(gm: fx.GraphModule) -> bool:
         graph.eliminate_dead_code()
         gm.recompile()
     return changed
+
+
+def _robust_loss(node, graph) -> bool:
+    """smooth_l1_loss / huber_loss with reduction="none", branch-free with m = min(|a-b|, beta):
+    smooth L1 = 0.5 m^2 / beta + (d - m); Huber = 0.5 m^2 + delta (d - m)."""
+    if node.op != "call_function" or node.target not in (F.smooth_l1_loss, F.huber_loss):
+        return False
+    huber = node.target is F.huber_loss
+    if _arg(node, 3 if huber else 4, "reduction", "mean") != "none":
+        return False
+    if not huber and (_arg(node, 2, "size_average") is not None or _arg(node, 3, "reduce") is not None):
+        return False
+    beta = _arg(node, 3, "delta", 1.0) if huber else node.kwargs.get("beta", node.args[5] if len(node.args) > 5 else 1.0)
+    if not isinstance(beta, (int, float)) or beta <= 0 or node.kwargs.get("weight") is not None:
+        return False
+    with graph.inserting_before(node):
+        d = graph.call_function(torch.abs, (graph.call_function(operator.sub, (node.args[0], _arg(node, 1, "target"))),))
+        m = graph.call_function(torch.clamp, (d,), {"max": float(beta)})
+        sq = graph.call_function(operator.mul, (graph.call_function(operator.mul, (m, m)),
+                                                0.5 if huber else 0.5 / float(beta)))
+        lin = graph.call_function(operator.sub, (d, m))
+        if huber:
+            lin = graph.call_function(operator.mul, (lin, float(beta)))
+        out = graph.call_function(operator.add, (sq, lin))
+    node.replace_all_uses_with(out)
+    graph.erase_node(node)
+    return True
 
 
 def _batch_norm_args(node, modules, graph):

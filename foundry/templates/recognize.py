@@ -212,7 +212,7 @@ def _grow(gm, modules, extra, barriers):
             shape = _shape(node)
             targs = tensor_args(call.args) if kind == "pw" else [call.x]
             for X in {id(region_of[a]): region_of[a] for a in targs if a in region_of}.values():
-                if X.closed or X.last not in targs:
+                if X.closed or (kind == "row" and X.last not in targs):
                     continue
                 inside = [a for a in targs if region_of.get(a) is X]
                 want = ("post", "row") if X.row_node is not None else ("pre",)
@@ -230,7 +230,8 @@ def _grow(gm, modules, extra, barriers):
                         continue
                 joined = X
                 break
-            lazy = False
+            lazy = joined is not None and kind == "pw" and all(
+                a in lazy_nodes for a in targs if region_of.get(a) is joined)  # still a parameter-only value
             if joined is None and kind == "pw" and node not in barriers and targs and regions \
                     and not regions[-1].closed \
                     and all(a not in region_of or a in lazy_nodes and region_of[a] is regions[-1] for a in targs):

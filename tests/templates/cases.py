@@ -71,3 +71,9 @@ CASES += [
      "[torch.randn(4, 33), torch.randn(4, 33)]"),
     ("slice_view", "x = xs[0][:, 1:]\nreturn torch.cumsum(x.reshape(4, -1), dim=1)", "pass", "[]", X),
 ]
+CASES += [
+    ("smooth_l1_rows", "return F.smooth_l1_loss(xs[0], xs[1], reduction='none', beta=0.5).mean(dim=1)", "pass",
+     "[]", "[torch.randn(4, 33), torch.randn(4, 33)]"),
+    ("huber_rows", "return F.huber_loss(xs[0], xs[1], reduction='none', delta=0.7).sum(dim=1)", "pass", "[]",
+     "[torch.randn(4, 33), torch.randn(4, 33)]"),
+]

@@ -167,3 +167,14 @@ def test_batch_norm_in_eval_becomes_pointwise_with_channel_views():
 def test_batch_norm_in_training_mode_is_not_covered():
     with pytest.raises(NotCovered, match="BatchNorm2d"):
         describe(nn.Sequential(nn.BatchNorm2d(3), nn.ReLU()), [torch.randn(2, 3, 4, 4)])
+
+
+def test_a_value_used_twice_inside_the_chain_stays_one_region():
+    class M(nn.Module):
+        def forward(self, a, b):
+            d = torch.abs(a - b)
+            m = torch.clamp(d, max=0.5)
+            return (m * m + (d - m)).mean(dim=1)
+    d = describe(M(), [torch.randn(3, 8), torch.randn(3, 8)])
+    (r,) = d.regions
+    assert r.row.kind == "mean" and len(r.pre.body) >= 5
