@@ -41,6 +41,7 @@ class InProcessMeasure:
         self.device = torch.device(device)
         self.compile_baseline = compile_baseline
         self.compile_ms: float | None = None
+        self.compile_error = ""
         self.atol = atol if atol is not None else (task.atol if task.atol is not None else 1e-4)
         self.rtol = rtol if rtol is not None else (task.rtol if task.rtol is not None else 1e-4)
         module = build_module(task)
@@ -84,8 +85,7 @@ class InProcessMeasure:
             if self._eager_ms is None:
                 self._eager_ms = self._cuda_ms(lambda: self.reference(*self.inputs))
                 if self.compile_baseline:
-                    compiled = torch.compile(self.reference)
-                    self.compile_ms = self._cuda_ms(lambda: compiled(*self.inputs))
+                    self.compile_ms = self._compiled_ms()
             eager_ms, cand_ms = self._eager_ms, self._cuda_ms(lambda: model(*self.inputs))
         else:
             eager_ms, cand_ms = self._time(lambda: self.reference(*self.inputs), lambda: model(*self.inputs))
@@ -95,6 +95,15 @@ class InProcessMeasure:
                           speedup_compile=(self.compile_ms / cand_ms) if self.compile_ms else None,
                           eval_s=time.perf_counter() - t0, hardware=_hardware(self.device),
                           device=self.device.type)
+
+    def _compiled_ms(self) -> float | None:
+        """torch.compile's time for the reference (None when it cannot compile it)."""
+        compiled = torch.compile(self.reference)
+        try:
+            return self._cuda_ms(lambda: compiled(*self.inputs))
+        except Exception as e:  # noqa: BLE001 - a baseline that fails is reported as missing
+            self.compile_error = f"{type(e).__name__}: {str(e)[:200]}"
+            return None
 
     def _cuda_ms(self, fn, trials: int = 30) -> float:
         """CUDA events around each call, L2 flushed (a 256 MB write) before each, median."""
