@@ -22,19 +22,34 @@ from foundry.types import Candidate, EvalResult, Task
 
 
 class _PromptClient:
-    """Calls the prompt evolver actor; while it is down, the island goes on without it."""
+    """Calls the prompt evolver actor in batches (picks fetched `batch` at a time, outcomes
+    sent with the next fetch), so prompts cost no round trip per candidate; while the
+    actor is down the island goes on without prompts."""
 
-    def __init__(self, handle: Any):
-        self.handle = handle
+    def __init__(self, handle: Any, batch: int = 8):
+        self.handle, self.batch = handle, batch
+        self.picks: list = []
+        self.outcomes: list = []
 
     async def pick(self, **kw: Any) -> tuple[str, dict]:
-        try:
-            return await self.handle.pick.remote(**kw)
-        except RayActorError:
-            return "", {}
+        if not self.picks:
+            outcomes, self.outcomes = self.outcomes, []
+            try:
+                self.picks = list(await self.handle.exchange.remote(outcomes, self.batch))
+            except RayActorError:
+                return "", {}
+        return self.picks.pop()
 
     async def report(self, **kw: Any) -> None:
-        self.handle.report.remote(**kw)  # fire and forget: outcomes are statistics
+        self.outcomes.append(kw)
+
+    async def flush(self) -> None:
+        outcomes, self.outcomes = self.outcomes, []
+        if outcomes:
+            try:
+                await self.handle.exchange.remote(outcomes, 0)
+            except RayActorError:
+                pass
 
 
 def _call_row(record: Any) -> dict:
@@ -81,6 +96,8 @@ class IslandActor:
             return await self.worker.run()
         finally:
             saver.cancel()
+            if isinstance(self.worker.prompts, _PromptClient):
+                await self.worker.prompts.flush()
             self.worker.checkpoint(self.checkpoint_dir)
 
     async def _checkpoint_loop(self) -> None:

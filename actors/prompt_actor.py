@@ -32,6 +32,12 @@ class PromptEvolverActor:
     async def report(self, **kw: Any) -> None:
         await self.service.report(**kw)
 
+    async def exchange(self, outcomes: list, count: int) -> list:
+        """Record a batch of outcomes, then pick `count` prompts."""
+        for kw in outcomes:
+            await self.service.report(**kw)
+        return [await self.service.pick() for _ in range(count)]
+
     def drain_calls(self) -> list[dict]:
         out, self.calls = self.calls, []
         return out
