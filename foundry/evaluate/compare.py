@@ -38,40 +38,106 @@ def tolerance(dtype: torch.dtype, atol: float | None, rtol: float | None) -> tup
     return (da if atol is None else atol), (dr if rtol is None else rtol)
 
 
+# elements per slice of a streamed comparison: temporaries stay small (a few slices of
+# float64), so a comparison of 1-2 GB outputs needs no full-size float64 copies, and it
+# runs where the tensors are (on the GPU for device outputs, never through the CPU)
+CHUNK_CPU = 1 << 22
+CHUNK_CUDA = 1 << 26
+
+
+def _chunks(ref: torch.Tensor, got: torch.Tensor):
+    r, g = ref.detach().reshape(-1), got.detach().reshape(-1)
+    step = CHUNK_CPU if r.device.type == "cpu" else CHUNK_CUDA
+    for s in range(0, r.numel(), step):
+        yield r[s:s + step], g[s:s + step]
+
+
+def _work_dtype(dtype: torch.dtype) -> torch.dtype:
+    """Slices with NaN/Inf are judged in double precision, as whole tensors used to be."""
+    return torch.complex128 if dtype.is_complex else torch.float64
+
+
+def _fast_dtype(dtype: torch.dtype) -> torch.dtype:
+    """All-finite slices: float32 for float32/float16/bfloat16 (their differences are exact
+    in float32 wherever they are near a tolerance), else double precision."""
+    if dtype.is_complex or dtype == torch.float64:
+        return _work_dtype(dtype)
+    return torch.float32
+
+
 def _tensor(ref: torch.Tensor, got: torch.Tensor, where: str, atol, rtol) -> Comparison:
     if tuple(got.shape) != tuple(ref.shape):
         return Comparison("shape", f"{where}: shape {tuple(got.shape)}, expected {tuple(ref.shape)}")
     if got.dtype != ref.dtype:
         return Comparison("shape", f"{where}: dtype {got.dtype}, expected {ref.dtype}")
+    if got.device != ref.device:
+        got = got.to(ref.device)
     if ref.numel() == 0 or bool(torch.equal(ref, got)):
         return Comparison("ok")
     if not (ref.is_floating_point() or ref.is_complex()):
-        bad = (got != ref)
-        n = int(bad.sum())
+        n, diff = 0, 0.0
+        for r, g in _chunks(ref, got):
+            bad = g != r
+            k = int(bad.sum())
+            if k:
+                n += k
+                diff = max(diff, 1.0 if ref.dtype == torch.bool else
+                           float((g.double() - r.double()).abs().max()))
         if n:
-            diff = (got.double() - ref.double()).abs().max().item() if ref.dtype != torch.bool else 1.0
             return Comparison("value", f"{where}: {n} of {ref.numel()} elements differ", diff, diff)
         return Comparison("ok")
-    r = ref.detach().to(torch.complex128 if ref.is_complex() else torch.float64)
-    g = got.detach().to(r.dtype)
-    r_fin, g_fin = torch.isfinite(r), torch.isfinite(g)
-    non_finite = bool((r_fin & ~g_fin).any())
-    # where the reference is NaN/Inf the candidate must match it exactly
-    special_ok = bool(torch.equal(torch.isnan(r), torch.isnan(g))) and \
-        bool(((r == g) | torch.isnan(r) | r_fin).all())
     a, rt = tolerance(ref.dtype, atol, rtol)
-    rf = r[r_fin]
-    scale = max(1.0, float(rf.abs().pow(2).mean().sqrt())) if rf.numel() else 1.0
-    both = r_fin & g_fin
-    diff = (g - r).abs()
-    d = diff[both]
-    max_abs = float(d.max()) if d.numel() else (math.inf if non_finite else 0.0)
-    rel = d / r.abs()[both].clamp_min(1e-12) if d.numel() else d
-    max_rel = float(rel.max()) if rel.numel() else (math.inf if non_finite else 0.0)
-    within = bool((d <= a * scale + rt * r.abs()[both]).all()) if d.numel() else True
+    work = _fast_dtype(ref.dtype)
+    n_non_finite = 0
+    special_ok = True
+    sumsq, n_fin = 0.0, 0
+    max_abs = max_rel = 0.0
+    need = -math.inf  # max over finite pairs of |g - r| - rtol * |r|: within iff <= atol * scale
+    any_both = False
+    for rc, gc in _chunks(ref, got):
+        r, g = rc.to(work), gc.to(work)
+        if bool(torch.isfinite(r).all()) and bool(torch.isfinite(g).all()):
+            # the common case, in few passes: no masks needed
+            ra = r.abs()
+            top = float(ra.max())
+            if work == torch.float32 and top < 1e15:  # no float32 overflow of the squares
+                sumsq += float(torch.dot(r, r))
+            else:
+                sumsq += float(ra.double().pow(2).sum())
+            n_fin += r.numel()
+            any_both = True
+            d = (g - r).abs_()
+            max_abs = max(max_abs, float(d.max()))
+            need = max(need, float((d - ra * rt).max()))
+            max_rel = max(max_rel, float((d / ra.clamp_min_(1e-12)).max()))
+            continue
+        r, g = r.to(_work_dtype(ref.dtype)), g.to(_work_dtype(ref.dtype))
+        r_fin, g_fin = torch.isfinite(r), torch.isfinite(g)
+        n_non_finite += int((r_fin & ~g_fin).sum())
+        # where the reference is NaN/Inf the candidate must match it exactly
+        if special_ok and not (bool(torch.equal(torch.isnan(r), torch.isnan(g)))
+                               and bool(((r == g) | torch.isnan(r) | r_fin).all())):
+            special_ok = False
+        ra = r.abs()
+        zero = torch.zeros((), dtype=ra.dtype, device=ra.device)
+        sumsq += float(torch.where(r_fin, ra, zero).pow(2).sum())
+        n_fin += int(r_fin.sum())
+        both = r_fin & g_fin
+        if not bool(both.any()):
+            continue
+        any_both = True
+        d = torch.where(both, (g - r).abs(), zero)
+        max_abs = max(max_abs, float(d.max()))
+        max_rel = max(max_rel, float(torch.where(both, d / ra.clamp_min(1e-12), zero).max()))
+        need = max(need, float(torch.where(both, d - rt * ra,
+                                           torch.full((), -math.inf, dtype=ra.dtype, device=ra.device)).max()))
+    non_finite = n_non_finite > 0
+    if not any_both:
+        max_abs = max_rel = math.inf if non_finite else 0.0
+    scale = max(1.0, math.sqrt(sumsq / n_fin)) if n_fin else 1.0
+    within = need <= a * scale
     if non_finite:
-        n = int((r_fin & ~g_fin).sum())
-        return Comparison("value", f"{where}: {n} NaN/Inf values where the reference is finite",
+        return Comparison("value", f"{where}: {n_non_finite} NaN/Inf values where the reference is finite",
                           max_abs, max_rel, non_finite=True)
     if not special_ok:
         return Comparison("value", f"{where}: NaN/Inf positions differ from the reference", max_abs, max_rel)
@@ -123,6 +189,8 @@ def _merge(parts: list[Comparison]) -> Comparison:
 def equal_outputs(a: Any, b: Any) -> bool:
     """Bitwise-equal output trees (for the 'different inputs, same answer' guard)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.device != b.device:
+            b = b.to(a.device)
         return a.shape == b.shape and a.dtype == b.dtype and bool(torch.equal(a, b))
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(equal_outputs(x, y) for x, y in zip(a, b))

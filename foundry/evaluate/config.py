@@ -24,7 +24,9 @@ class EvalConfig:
     trials: correctness trials, each on fresh random inputs (new seeds).
     seed: base seed for the trials' inputs; None draws fresh seeds per evaluation.
     timeout_s: hard deadline for one candidate's whole sandbox run (build included).
-    memory_mb: memory cap of a sandbox worker (address-space growth and resident size).
+    memory_mb: host-memory cap of a sandbox worker (address-space growth and resident size),
+        in MB; raised automatically to what a large task's trials need (inputs and outputs
+        on the host for cpu; a CUDA context plus host-side outputs for cuda).
     allow_torch_ops: judge pure-PyTorch rewrites on correctness and exploit guards alone.
     allow_precision_drop: do not flag lower-precision arithmetic in the source.
     threads: fixed thread count of workers (torch, OpenMP) for timing.
@@ -35,6 +37,10 @@ class EvalConfig:
     compile_baseline: also time torch.compile (slow on CPU the first time; cached).
     baseline_cache_dir: where baselines are cached (per task source+sizes, device, torch).
     check_variants: also check the task's declared shape variants for correctness.
+    full_size_trials / large_task_mb: a task whose inputs and outputs of one trial exceed
+        `large_task_mb` runs at most `full_size_trials` trials at its own size (one with
+        standard, one with heavy-tailed inputs); the rest of `trials` run at its
+        SMALL_SIZES, if it declares them.
     idle_probe_ms: window in which a worker must stay idle after forward returns.
     max_error_chars: error text is truncated to this many characters.
     isolation: "auto" puts candidate workers in a read-only mount namespace without network
@@ -60,6 +66,8 @@ class EvalConfig:
     baseline_timeout_s: float = 600.0
     baseline_cache_dir: str = field(default_factory=_default_cache_dir)
     check_variants: bool = True
+    full_size_trials: int = 2
+    large_task_mb: float = 64.0
     idle_probe_ms: float = 40.0
     max_error_chars: int = 4000
     isolation: str = "auto"  # auto | none | required: read-only filesystem, no network, no capabilities
@@ -71,7 +79,8 @@ class EvalConfig:
         if self.device not in DEVICES:
             raise ValueError(f"EvalConfig.device: unknown device {self.device!r} "
                              f"(choose from {', '.join(DEVICES)})")
-        for name in ("trials", "threads", "memory_mb", "timing_min_calls", "timing_max_calls"):
+        for name in ("trials", "threads", "memory_mb", "timing_min_calls", "timing_max_calls",
+                     "full_size_trials"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"EvalConfig.{name} must be >= 1, got {getattr(self, name)!r}")
         for name in ("timeout_s", "baseline_timeout_s", "timing_block_ms"):

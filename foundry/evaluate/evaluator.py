@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import secrets
 import time
 from typing import Any
@@ -20,12 +21,14 @@ from foundry.evaluate.sandbox import JobOutcome, WarmWorker, run_job
 from foundry.evaluate.secrets import Scrubber, clean_env, truncate
 from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.timing_report import analyze
+from foundry.evaluate.trial_inputs import small_sizes, tensor_bytes
 from foundry.evaluate.verdict import (Findings, check_consistency, check_probes, check_trials, decode,
                                       torch_compute_violation)
 from foundry.tasks.inputs import InputSpec, trial_plan
 from foundry.types import Candidate, EvalResult, Stage, Task
 
 TIMING_SETS = 3
+_ALLOC_FAILED = re.compile(r"can't allocate memory|MemoryError|Cannot allocate memory|std::bad_alloc")
 BASELINE_SEED = 20240601
 
 
@@ -41,6 +44,15 @@ class Evaluator:
         if self.config.device == "cuda":
             env["FOUNDRY_TF32"] = self.config.tf32
         self._worker = WarmWorker(env=env, preload=("foundry.kernels", "foundry.kernels.c"))
+        self._importer = None  # CUDA outputs come device-to-device when this works
+        self.transfer_note = ""
+        if self.config.device == "cuda":
+            try:
+                from foundry.evaluate.cuda_ipc import IpcImporter
+                self._importer = IpcImporter()
+            except Exception as e:  # noqa: BLE001 - outputs then come through the host
+                self.transfer_note = f"CUDA IPC unavailable ({type(e).__name__}: {e}); outputs via the host"
+        self._sizes: dict[str, tuple[int, int]] = {}  # task -> (input bytes, output bytes) per trial
         self._scrub = Scrubber.from_environ(self.config.secret_env_names)
         self._reference = ReferenceRunner(self.device)
         self._baselines = BaselineCache(self.config.baseline_cache_dir)
@@ -94,9 +106,29 @@ class Evaluator:
                           eval_s=time.monotonic() - t0, hardware=self.hardware,
                           device=self.config.device, **kw)
 
-    def _run(self, job: dict, *, deadline_s: float, stop_early: bool,
-             reference_ops: frozenset = frozenset()) -> JobOutcome:
+    def _caps(self, task: Task, job: dict) -> tuple[int, int]:
+        """(host-memory cap in MB, result-channel cap in bytes) for `job` on `task`: the
+        configured cap (the worker's own allowance) plus the host memory the job's trials
+        need for the task's data."""
         cfg = self.config
+        in_b, out_b = self._sizes.get(task.source_hash, (0, 0))
+        trials = job.get("trials") or []
+        full = sum(1 for p in trials if p.get("variant") == 0)
+        sets = len((job.get("timing") or {}).get("sets") or [])
+        mib = 1 << 20
+        if cfg.device == "cpu":  # inputs built ahead, repeat and timing sets, outputs in flight
+            extra = 1.25 * (in_b * (full + 1 + sets) + out_b * (3 + sets)) / mib
+        else:  # inputs live on the GPU; outputs cross the host only where IPC is unavailable
+            extra = 2.0 * out_b / mib
+        cap = int(cfg.memory_mb + extra)
+        messages = len(trials) + 1 + sets
+        max_bytes = int(max(max(64, cap) * mib, 1.1 * out_b * messages + 64 * mib))
+        return cap, max_bytes
+
+    def _run(self, job: dict, *, deadline_s: float, stop_early: bool,
+             reference_ops: frozenset = frozenset(), task: Task | None = None) -> JobOutcome:
+        cfg = self.config
+        cap, max_bytes = self._caps(task, job) if task is not None else (cfg.memory_mb, max(64, cfg.memory_mb) << 20)
 
         def on_idle(out: JobOutcome) -> bytes:
             strict = not cfg.allow_torch_ops
@@ -111,8 +143,8 @@ class Evaluator:
                 return b"s"
             return b"g"
 
-        return run_job(self._worker, job, deadline_s=deadline_s, memory_mb=cfg.memory_mb,
-                       idle_probe_ms=cfg.idle_probe_ms, max_bytes=max(64, cfg.memory_mb) << 20,
+        return run_job(self._worker, job, deadline_s=deadline_s, memory_mb=cap,
+                       idle_probe_ms=cfg.idle_probe_ms, max_bytes=max_bytes, importer=self._importer,
                        isolate=self.isolated and job["kind"] == "candidate",
                        address_cap=cfg.device != "cuda",
                        on_idle=on_idle if job["kind"] == "candidate" else (lambda o: b"g"))
@@ -120,7 +152,7 @@ class Evaluator:
     def _job(self, task: Task, cand: Candidate | None, plan: list, init_seed: int, *,
              timing: bool, backend=None) -> dict:
         cfg = self.config
-        variants = [{}] + (list(task.variants) if cfg.check_variants else [])
+        variants = self._variants(task)
         main = [i for i, p in enumerate(plan) if p["variant"] == 0]
         job = {"kind": "candidate" if cand else "baseline", "device": cfg.device, "threads": cfg.threads,
                "task": {"task_id": task.task_id, "path": task.path, "source": task.source,
@@ -142,13 +174,38 @@ class Evaluator:
             job["compile_baseline"] = cfg.compile_baseline
         return job
 
+    def _large(self, task: Task) -> bool:
+        in_b, out_b = self._sizes.get(task.source_hash, (0, 0))
+        return (in_b + out_b) > self.config.large_task_mb * (1 << 20)
+
+    def _variants(self, task: Task) -> list[dict]:
+        """Overrides per variant: 0 the task's own sizes, then its shape variants, then (for
+        a large task) its SMALL_SIZES, where the trials beyond `full_size_trials` run."""
+        variants = [{}] + (list(task.variants) if self.config.check_variants else [])
+        if self._large(task) and self.config.trials > self.config.full_size_trials:
+            small = small_sizes(task)
+            if small:
+                variants.append(small)
+        return variants
+
     def _plan(self, task: Task, base: int) -> list[dict]:
+        """Trials: `trials` at the task's size (at most `full_size_trials` of them for a
+        large task: one standard and one heavy-tailed, so 'different inputs, different
+        answers' still holds there; the rest run at SMALL_SIZES), two per shape variant."""
+        cfg = self.config
+        large = self._large(task)
+        n_full = min(cfg.trials, cfg.full_size_trials) if large else cfg.trials
         plan = [{"seed": s.seed, "distribution": s.distribution, "variant": 0}
-                for s in trial_plan(self.config.trials, base)]
-        if self.config.check_variants:
+                for s in trial_plan(n_full, base)]
+        if cfg.check_variants:
             for v in range(1, len(task.variants) + 1):
                 for s in trial_plan(2, base + 1000003 * v):
                     plan.append({"seed": s.seed, "distribution": s.distribution, "variant": v})
+        variants = self._variants(task)
+        if len(variants) > 1 + (len(task.variants) if cfg.check_variants else 0):
+            v = len(variants) - 1
+            for s in trial_plan(cfg.trials - n_full, base + 7777771):
+                plan.append({"seed": s.seed, "distribution": s.distribution, "variant": v})
         return plan
 
     # ---------------------------------------------------------------- the evaluation
@@ -176,13 +233,14 @@ class Evaluator:
         for name in static.flags:
             f.flag(name, f"static check: {static.reasons[name]}")
 
+        ref_ops = self._reference_ops(task)  # also measures the task's sizes, for the plan
         base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
         plan = self._plan(task, base)
         init_seed = (base * 31 + 17) % (2**62)
         self._worker.ensure_preloaded(backend.preload)
         job = self._job(task, cand, plan, init_seed, timing=True, backend=backend)
-        ref_ops = self._reference_ops(task)
-        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=bool(static.flags), reference_ops=ref_ops)
+        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=bool(static.flags), reference_ops=ref_ops,
+                        task=task)
         # the worker is dead now: only from here on do reference outputs exist
         compiled = out.of_kind("compiled")
         compile_s = compiled[0].header.get("compile_s", 0.0) if compiled else 0.0
@@ -202,6 +260,9 @@ class Evaluator:
                 text = out.protocol_error or out.exit_text()
                 if out.protocol_error:
                     f.flag("protocol_violation", out.protocol_error)
+            if not out.memory_exceeded and _ALLOC_FAILED.search(text):
+                text += (f"\n(the worker's host-memory cap of {out.memory_cap_mb:.0f} MB: EvalConfig.memory_mb="
+                         f"{cfg.memory_mb}, raised for large tasks)")
             log = out.log.strip()
             if log:
                 text += "\n--- worker output (tail) ---\n" + log[-2000:]
@@ -239,7 +300,12 @@ class Evaluator:
             f.flag("protocol_violation", out.protocol_error)
 
         runtime = spread = None
-        metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(dtype)}
+        metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(dtype),
+                         "full_size_trials": len(main), "trials_run": len(plan),
+                         "transfer_bytes": dict(out.transfer), "memory_cap_mb": out.memory_cap_mb,
+                         "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
+        if self.transfer_note:
+            metrics["transfer_note"] = self.transfer_note
         timing_msgs = out.of_kind("timing")
         ok_so_far = f.stage == Stage.CORRECT and not f.flags
         if ok_so_far:
@@ -308,11 +374,11 @@ class Evaluator:
         cfg = self.config
         metrics["speedup_rechecked"] = True
         base = secrets.randbits(48)
+        ref_ops = self._reference_ops(task)
         plan = self._plan(task, base)
         init_seed = (base * 31 + 17) % (2**62)
         job = self._job(task, cand, plan, init_seed, timing=True, backend=backend)
-        ref_ops = self._reference_ops(task)
-        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=False, reference_ops=ref_ops)
+        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=False, reference_ops=ref_ops, task=task)
         timing_msgs = out.of_kind("timing")
         trials = {m.header.get("index"): m for m in out.of_kind("trial")}
         if not timing_msgs or len(trials) < len(plan):
@@ -347,8 +413,11 @@ class Evaluator:
                 from foundry.evaluate.harness import _OpRecorder
                 model = self._reference.model(task, {}, 12345)
                 rec = _OpRecorder()
+                sizes: dict = {}
                 with rec:
-                    self._reference.outputs(model, task, {}, InputSpec(987654321))
+                    out = self._reference.outputs(model, task, {}, InputSpec(987654321), sizes=sizes)
+                self._sizes[key] = (int(sizes.get("input_bytes", 0)), tensor_bytes(out))
+                del out
                 self._ref_ops[key] = frozenset(rec.compute)
             except Exception:  # noqa: BLE001 - a failing task is reported by the worker
                 self._ref_ops[key] = frozenset()
@@ -374,7 +443,8 @@ class Evaluator:
                 for s in trial_plan(TIMING_SETS, BASELINE_SEED)]
         job = self._job(task, None, plan, BASELINE_SEED, timing=True)
         job["variants"] = [{}]
-        out = self._run(job, deadline_s=cfg.baseline_timeout_s, stop_early=False)
+        self._reference_ops(task)
+        out = self._run(job, deadline_s=cfg.baseline_timeout_s, stop_early=False, task=task)
         eager = compiled = compile_s = None
         start = end = None
         for m in out.messages:

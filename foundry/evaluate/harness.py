@@ -30,7 +30,8 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from foundry import kernels  # noqa: E402
 from foundry.evaluate import cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
 from foundry.evaluate.device import get_device  # noqa: E402
-from foundry.tasks.inputs import InputSpec, clone_inputs, make_init_inputs, make_inputs, seed_everything  # noqa: E402
+from foundry.evaluate.trial_inputs import make_trial_inputs  # noqa: E402
+from foundry.tasks.inputs import InputSpec, clone_inputs, make_init_inputs, seed_everything  # noqa: E402,F401
 from foundry.tasks.loader import build_module  # noqa: E402
 from foundry.types import Task  # noqa: E402
 
@@ -61,25 +62,41 @@ class _OpRecorder(TorchDispatchMode):
 
 
 def _digest(inputs) -> list[str]:
+    """Host inputs: a hash of their bytes (read in place, no copy)."""
     out = []
     for x in inputs:
         if isinstance(x, torch.Tensor):
             t = x.detach().cpu().contiguous().reshape(-1)
-            out.append(hashlib.blake2b(t.view(torch.uint8).numpy().tobytes() if t.numel() else b"",
+            out.append(hashlib.blake2b(memoryview(t.view(torch.uint8).numpy()) if t.numel() else b"",
                                        digest_size=16).hexdigest())
         else:
             out.append(repr(x)[:200])
     return out
 
 
+def _same(a, b) -> bool:
+    """Bitwise the same value (NaN equals NaN)."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        if a.shape != b.shape or a.dtype != b.dtype or a.device != b.device:
+            return False
+        if bool(torch.equal(a, b)):
+            return True
+        if a.is_floating_point() or a.is_complex():
+            return bool(((a == b) | (torch.isnan(a) & torch.isnan(b))).all())
+        return False
+    return repr(a)[:200] == repr(b)[:200]
+
+
 class Worker:
-    def __init__(self, job_fd: int, result_fd: int, job: dict):
+    def __init__(self, job_fd: int, result_fd: int, job: dict, shm_fd: int = -1):
         self.job_fd, self.result_fd, self.job = job_fd, result_fd, job
         self.clock = _CLOCK
         self.device = get_device(job["device"])
+        self.channel = protocol.Channel(result_fd, ack_fd=job_fd, shm_fd=shm_fd,
+                                        cuda_ipc=bool(job.get("cuda_ipc")) and job["device"] == "cuda")
 
     def send(self, header: dict, tensors=()) -> None:
-        protocol.send(self.result_fd, header, tensors)
+        self.channel.send(header, tensors)
 
     def wait_go(self) -> bool:
         """Tell the judge the worker is idle, and block until it has probed us; False when
@@ -101,14 +118,24 @@ class Worker:
         self.trials = []
         for tr in job["trials"]:
             spec = InputSpec(seed=tr["seed"], distribution=tr["distribution"])
-            inputs = [self.device.to_device(x) for x in make_inputs(self.variants[tr["variant"]]["module"], spec)]
+            inputs = [self.device.to_device(x) for x in
+                      make_trial_inputs(self.variants[tr["variant"]]["module"], spec, self.device.name)]
+            # host inputs: a digest; device inputs are regenerated from the seed to compare
             self.trials.append({"variant": tr["variant"], "spec": spec, "inputs": inputs,
-                                "digest": _digest(inputs)})
+                                "digest": _digest(inputs) if self.device.name == "cpu" else None})
 
     def fresh_inputs(self, index: int) -> list:
         tr = self.trials[index]
         return [self.device.to_device(x) for x in
-                make_inputs(self.variants[tr["variant"]]["module"], tr["spec"])]
+                make_trial_inputs(self.variants[tr["variant"]]["module"], tr["spec"], self.device.name)]
+
+    def inputs_changed(self, index: int) -> list[int]:
+        """Which inputs of trial `index` differ from what its seed generates."""
+        tr = self.trials[index]
+        if tr["digest"] is not None:
+            return [k for k, (a, b) in enumerate(zip(tr["digest"], _digest(tr["inputs"]))) if a != b]
+        fresh = self.fresh_inputs(index)
+        return [k for k, (a, b) in enumerate(zip(fresh, tr["inputs"])) if not _same(a, b)]
 
     def load_candidate(self) -> types.ModuleType:
         job = self.job
@@ -195,7 +222,7 @@ class Worker:
                 return
             tensors: list = []
             tree = protocol.encode_tree(out, tensors)
-            changed = [k for k, (a, b) in enumerate(zip(tr["digest"], _digest(tr["inputs"]))) if a != b]
+            changed = self.inputs_changed(i)
             self.send({"kind": "trial", "index": i, "tree": tree, "inputs_changed": changed, **info}, tensors)
         try:  # the same input twice must give the same answer
             out, info = self.run_trial(models[self.trials[0]["variant"]], self.fresh_inputs(0), record=False)
@@ -242,7 +269,10 @@ class Worker:
             self.send({"kind": "error", "stage": "runtime", "error": traceback.format_exc()})
             raise SystemExit(0)
         tensors: list = []
-        tree = protocol.encode_tree(list(res.pop("last_outputs")), tensors)
+        last = list(res.pop("last_outputs"))
+        if kind == "baseline":  # the judge checks only candidates' timed outputs
+            last = [None] * len(last)
+        tree = protocol.encode_tree(last, tensors)
         self.send({"kind": kind, "tree": tree, **res, **(extra or {})}, tensors)
 
     def run_baseline(self) -> None:
@@ -261,12 +291,12 @@ class Worker:
                             extra={"which": "compile", "compile_s": (self.clock() - t0) / 1e9})
 
 
-def main(job_fd: int, result_fd: int) -> None:
+def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:
     """Entry point in a forked worker; never returns."""
     code = 0
     try:
         job = json.loads(protocol_read_job(job_fd))
-        worker = Worker(job_fd, result_fd, job)
+        worker = Worker(job_fd, result_fd, job, shm_fd)
         worker.device.prepare_worker(int(job["threads"]))
         try:
             worker.build_inputs()

@@ -1,6 +1,8 @@
 """Reference outputs, computed in the judge's own process from the same seeds the worker
 got. They are computed only after the candidate's worker has been killed, so they never
-exist anywhere while candidate code runs."""
+exist anywhere while candidate code runs. Inputs are generated on the judge's device
+(foundry.evaluate.trial_inputs) and outputs stay there: on CUDA the comparison runs on
+the GPU against the candidate's outputs, which were copied device-to-device."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Any
 
 import torch
 
-from foundry.tasks.inputs import InputSpec, make_init_inputs, make_inputs, seed_everything
+from foundry.evaluate.trial_inputs import make_trial_inputs, tensor_bytes
+from foundry.tasks.inputs import InputSpec, make_init_inputs, seed_everything
 from foundry.tasks.loader import build_module
 from foundry.types import Task
 
@@ -38,18 +41,21 @@ class ReferenceRunner:
         return self.device.to_device(model)
 
     def outputs(self, model: torch.nn.Module, task: Task, overrides: dict, spec: InputSpec,
-                *, scale: float = 1.0) -> Any:
+                *, scale: float = 1.0, sizes: dict | None = None) -> Any:
         """The reference's output; `scale`: on the inputs with every floating-point tensor
         multiplied by it (as the worker's timing changes them before each block)."""
-        inputs = make_inputs(self.module(task, overrides), spec)
+        inputs = make_trial_inputs(self.module(task, overrides), spec, self.device.name)
         if scale != 1.0:
             inputs = [x * scale if isinstance(x, torch.Tensor) and x.is_floating_point() else x
                       for x in inputs]
         inputs = [self.device.to_device(x) for x in inputs]
+        if sizes is not None:
+            sizes["input_bytes"] = tensor_bytes(inputs)
         with torch.no_grad():
             out = model(*inputs)
+        del inputs
         self.device.synchronize()
-        return _to_cpu(out)
+        return out if self.device.name != "cpu" else _to_cpu(out)
 
 
 def _to_cpu(obj: Any) -> Any:

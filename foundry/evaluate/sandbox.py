@@ -48,6 +48,9 @@ class JobOutcome:
     log: str = ""
     probes: list = field(default_factory=list)  # one dict per idle probe
     wall_s: float = 0.0
+    memory_cap_mb: float = 0.0  # the host-memory cap the worker ran under
+    peak_rss_mb: float = 0.0  # the largest resident size the watch saw
+    transfer: dict = field(default_factory=dict)  # bytes per route, and why CUDA IPC fell back
 
     def of_kind(self, kind: str) -> list[Message]:
         return [m for m in self.messages if m.header.get("kind") == kind]
@@ -56,7 +59,9 @@ class JobOutcome:
         if self.timed_out:
             return "timed out (the worker's process group was killed)"
         if self.memory_exceeded:
-            return "exceeded the memory limit (the worker was killed)"
+            return (f"exceeded the host-memory cap of {self.memory_cap_mb:.0f} MB (resident "
+                    f"{self.peak_rss_mb:.0f} MB; the worker was killed; the cap is "
+                    f"EvalConfig.memory_mb, raised for large tasks)")
         st = self.status
         if st is None or st < 0:
             return "worker ended"
@@ -204,42 +209,51 @@ class WarmWorker:
 
 def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
             idle_probe_ms: float, max_bytes: int, address_cap: bool = True, isolate: bool = False,
-            on_idle: Callable[[JobOutcome], bytes] = lambda o: b"g") -> JobOutcome:
+            on_idle: Callable[[JobOutcome], bytes] = lambda o: b"g", shared_results: bool = True,
+            importer=None) -> JobOutcome:
     """Fork a child for `job`, collect its messages until it is done, dies or runs out of
     time, then kill its process group. `on_idle` answers each idle message with the byte
-    the child waits for ("g": go on, "s": stop)."""
-    out = JobOutcome()
+    the child waits for ("g": go on, "s": stop). With `shared_results`, large outputs come
+    through a sealed memfd of `max_bytes` (protocol.make_result_file); with an `importer`
+    (cuda_ipc.IpcImporter), CUDA outputs come device-to-device, copied on arrival."""
+    out = JobOutcome(memory_cap_mb=float(memory_mb))
     t0 = time.monotonic()
     tmp = tempfile.mkdtemp(prefix="foundry-w-")
     log_path = os.path.join(tmp, "worker.log")
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
     log_w = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    shm_fd = protocol.make_result_file(max_bytes) if shared_results else -1
+    reader_ref: list = []
     pid = None
     try:
         fork = {"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb, "fsize_mb": 256,
                 "address_cap": address_cap, "isolate": isolate}
         try:
-            reply = worker.request(fork, [job_r, res_w, log_w])
+            reply = worker.request(fork, [job_r, res_w, log_w] + ([shm_fd] if shm_fd >= 0 else []))
         except SandboxError:  # the warm worker had died: one retry on a fresh one
-            reply = worker.request(fork, [job_r, res_w, log_w])
+            reply = worker.request(fork, [job_r, res_w, log_w] + ([shm_fd] if shm_fd >= 0 else []))
         pid = int(reply["pid"])
         for fd in (job_r, res_w, log_w):
             os.close(fd)
         job_r = res_w = log_w = -1
+        job = {**job, "cuda_ipc": importer is not None}
         data = json.dumps(job).encode()
         try:
             protocol.write_all(job_w, len(data).to_bytes(4, "little") + data)
         except OSError:
             pass  # the child died before reading its job; its status says why
-        reader = protocol.Reader(res_r, max_bytes=max_bytes)
+        reader = protocol.Reader(res_r, max_bytes=max_bytes, shm_fd=shm_fd, importer=importer)
+        reader_ref.append(reader)
         deadline = t0 + deadline_s
         while True:
             now = time.monotonic()
             if now >= deadline:
                 out.timed_out = True
                 break
-            if _rss_mb(pid) > memory_mb:
+            rss = _rss_mb(pid)
+            out.peak_rss_mb = max(out.peak_rss_mb, rss)
+            if rss > memory_mb:
                 out.memory_exceeded = True
                 break
             try:
@@ -251,6 +265,13 @@ def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
             except protocol.ProtocolError as e:
                 out.protocol_error = str(e)
                 break
+            if reader.ack is not None:  # a CUDA output was copied (or could not be): answer
+                try:
+                    os.write(job_w, reader.ack)
+                except OSError:
+                    break
+            if header is None:  # sent again through the host
+                continue
             msg = Message(header, tensors, time.monotonic())
             out.messages.append(msg)
             kind = header.get("kind")
@@ -279,6 +300,11 @@ def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
                     os.close(fd)
                 except OSError:
                     pass
+        if shm_fd >= 0:
+            os.close(shm_fd)
+        if reader_ref:
+            r = reader_ref[0]
+            out.transfer = {**r.routes, **({"cuda_ipc_error": r.ipc_error} if r.ipc_error else {})}
         out.log = _tail(log_path, 8000)
         shutil.rmtree(tmp, ignore_errors=True)
         out.wall_s = time.monotonic() - t0

@@ -7,7 +7,8 @@ with its child, and cannot reach the next one. The warm worker never runs candid
 code and never computes a parallel torch op (OpenMP pools do not survive a fork).
 
 Control messages (JSON, one per SOCK_SEQPACKET datagram, from the judge only):
-  {"op": "fork", "tmpdir", "memory_mb", "fsize_mb", "isolate"} + fds [job_r, result_w, log_w]
+  {"op": "fork", "tmpdir", "memory_mb", "fsize_mb", "isolate"} + fds [job_r, result_w, log_w,
+      optionally the job's result file (a sealed memfd for large outputs)]
       ("isolate": enter foundry.evaluate.isolation before the job runs)
       -> {"pid"}
   {"op": "reap", "pid"} -> {"status": waitpid status, "orphans": n}   (after the judge
@@ -65,7 +66,8 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> None:
         os.setpgid(0, 0)
         sock.close()
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        job_fd, result_fd, log_fd = fds
+        job_fd, result_fd, log_fd = fds[:3]
+        shm_fd = fds[3] if len(fds) > 3 else -1
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
         os.dup2(log_fd, 1)
@@ -99,7 +101,7 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> None:
                                        "error": f"could not isolate the worker: {e}"})
                 raise
         from foundry.evaluate import harness
-        harness.main(job_fd, result_fd)
+        harness.main(job_fd, result_fd, shm_fd)
     except BaseException:  # noqa: BLE001
         import traceback
         traceback.print_exc()
