@@ -150,6 +150,10 @@ def _pointwise_body(region: Region) -> list:
             *["    " + x for x in body], f"    out[rK + j] = {res};", "}"]
 
 
+_TRANSCENDENTAL = {"exp", "log", "tanh", "sigmoid", "gelu", "silu", "mish", "elu", "selu", "softplus", "pow",
+                   "sqrt", "rsqrt", "div", "reciprocal"}
+
+
 def _loop(var: str, n: str, body: list, pragma: str = "", reverse: bool = False) -> list:
     head = [pragma] if pragma else []
     return head + [f"for (int64_t {var} = 0; {var} < {n}; {var}++) {{", *["    " + x for x in body], "}"]
@@ -319,8 +323,8 @@ def _scan_paths(region: Region) -> list:
 
     pre, v = _pre_at(region, f"base + {lexpr}")
     row_body = ["const int64_t o = t;", "const int64_t base = o * L;", f"double acc = {init};"]
-    if region.pre.body:
-        # the chain before the scan vectorises in its own pass (into out), the scan reads it back
+    if any(i.op in _TRANSCENDENTAL for i in region.pre.body):
+        # a costly chain before the scan vectorises in its own pass (into out); the scan reads it back
         row_body += _loop("ll", "L", pre + [f"out[f] = {v};"], "#pragma omp simd")
         row_body += _loop("ll", "L", [f"const int64_t f = base + {lexpr};"] + update("out[f]", "acc")
                           + _post_write(region, "f", "e"))
