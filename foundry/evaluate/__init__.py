@@ -11,7 +11,8 @@ How a verdict is reached (details in README.md beside this file):
 2. a fresh child forked from a warm, pre-imported worker process with a clean environment
    runs the candidate: inputs are built from seeds before its code loads, then trials,
    a repeat of the first trial, an idle probe, the timing protocol, another idle probe;
-   raw outputs stream back on a pipe as JSON + raw bytes (never pickles);
+   outputs come back as JSON + raw bytes (never pickles): small ones on a pipe, large ones
+   through a sealed shared-memory file (CPU) or CUDA IPC (GPU), copied by the judge on arrival;
 3. after the child's process group is killed, the judge computes the reference outputs
    from the same seeds in its own process and compares, applies the guards, cross-checks
    the reported timings against its own clock, and times baselines (cached).

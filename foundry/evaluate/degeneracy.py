@@ -21,8 +21,10 @@ class Degeneracy:
     reason: str = ""
 
 
-def external_check(task: Any) -> Degeneracy | None:
-    """The task package's own check, if it is installed; None otherwise."""
+def external_check(task: Any, *, device: str = "cpu", overrides: dict | None = None) -> Degeneracy | None:
+    """The task package's own check, if it is installed; None otherwise. On "cuda" the
+    task's inputs and model are built on the GPU (under a device default); `overrides`
+    (e.g. the task's SMALL_SIZES for a large task) size the check."""
     try:
         module = importlib.import_module("foundry.tasks.degeneracy")
     except ImportError:
@@ -30,7 +32,11 @@ def external_check(task: Any) -> Degeneracy | None:
     check = getattr(module, "check_task", None)
     if check is None:
         return None
-    report = check(task)
+    if device == "cpu":
+        report = check(task, overrides=overrides or None)
+    else:
+        with torch.device(device):
+            report = check(task, overrides=overrides or None, device=device)
     return Degeneracy(bool(report.degenerate), str(getattr(report, "reason", "")))
 
 

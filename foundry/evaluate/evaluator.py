@@ -426,8 +426,9 @@ class Evaluator:
     def _check_degenerate(self, task: Task, outputs: list) -> Degeneracy:
         key = task.source_hash
         if key not in self._degeneracy:
-            try:
-                d = external_check(task)
+            try:  # a property of the function: a large task is checked at its SMALL_SIZES
+                d = external_check(task, device=self.config.device,
+                                   overrides=small_sizes(task) if self._large(task) else None)
             except Exception:  # noqa: BLE001 - fall back to the judge's own check
                 d = None
             self._degeneracy[key] = d if d is not None else minimal_check(outputs)

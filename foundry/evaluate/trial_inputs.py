@@ -38,6 +38,13 @@ def make_trial_inputs(module: Any, spec: InputSpec, device: str) -> list:
     if device == "cpu":
         return make_inputs(module, spec)
     target = torch.device(device, torch.cuda.current_device()) if device == "cuda" else torch.device(device)
+    return generate_on(module, spec, target)
+
+
+def generate_on(module: Any, spec: InputSpec, target: torch.device) -> list:
+    """`get_inputs()` under `spec`'s seed with `target` as the default device, then the
+    heavy-tailed factor from a generator on `target` (the device path of
+    `make_trial_inputs`; any device works, which is how it is tested without a GPU)."""
     seed_everything(spec.seed)
     try:
         with target:

@@ -226,3 +226,87 @@ def test_the_memory_cap_names_itself_when_it_fires(tmp_path_factory, big_task):
         ev.close()
     assert not r.correct
     assert "host-memory cap of 600 MB" in r.error and "memory_mb" in r.error, r.error[:300]
+
+
+# ------------------------------------------------------------------ device-side pieces, on the CPU
+def test_device_generation_path_is_deterministic_heavy_tailed_and_seed_dependent():
+    from foundry.evaluate.trial_inputs import generate_on, small_sizes, tensor_bytes
+    from foundry.tasks.inputs import InputSpec
+    from foundry.tasks.loader import build_module
+    task = load_task(ROOT / "benchmarks" / "smoke" / "softmax.py")
+    module = build_module(task)
+    cpu = torch.device("cpu")
+    a = generate_on(module, InputSpec(11, "heavy"), cpu)
+    b = generate_on(module, InputSpec(11, "heavy"), cpu)
+    c = generate_on(module, InputSpec(12, "heavy"), cpu)
+    s = generate_on(module, InputSpec(11, "standard"), cpu)
+    assert torch.equal(a[0], b[0]) and not torch.equal(a[0], c[0])
+    assert torch.equal(torch.sign(a[0]), torch.sign(s[0]))  # signs kept, magnitudes spread
+    assert a[0].abs().max() > 10 * s[0].abs().max()
+    assert tensor_bytes(a) == a[0].numel() * 4
+    assert small_sizes(task) == {"batch_size": 16, "dim": 1024}
+
+
+class _FakeImporter:
+    def __init__(self, fail=None):
+        self.fail, self.calls = fail, []
+
+    def copy_out(self, items):
+        self.calls.append(items)
+        if self.fail is not None:
+            raise self.fail
+        return [torch.zeros(it["shape"], dtype=it["dtype"]) for it in items]
+
+
+def _ipc_meta(n=16):
+    return [{"dtype": "float32", "shape": [n], "nbytes": 4 * n, "cuda_ipc": {"handle": "ab" * 64, "offset": 0}}]
+
+
+def test_ipc_tensors_are_copied_on_arrival_and_acknowledged():
+    r, w = os.pipe()
+    try:
+        imp = _FakeImporter()
+        reader = protocol.Reader(r, max_bytes=MiB, importer=imp)
+        _forged(w, _ipc_meta())
+        header, got = _read(reader)
+        assert header["kind"] == "trial" and got[0].shape == (16,) and reader.ack == b"a"
+        assert imp.calls[0][0]["nbytes"] == 64 and reader.routes["cuda_ipc"] == 64
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_ipc_that_cannot_work_here_asks_for_the_host_route_and_a_violation_fails():
+    from foundry.evaluate.cuda_ipc import IpcError, IpcViolation
+    r, w = os.pipe()
+    try:
+        reader = protocol.Reader(r, max_bytes=MiB, importer=_FakeImporter(IpcError("no driver")))
+        _forged(w, _ipc_meta())
+        assert _read(reader) == (None, []) and reader.ack == b"n" and "no driver" in reader.ipc_error
+        reader = protocol.Reader(r, max_bytes=MiB, importer=_FakeImporter(IpcViolation("outside")))
+        _forged(w, _ipc_meta())
+        with pytest.raises(protocol.ProtocolError, match="outside"):
+            _read(reader)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_streamed_comparison_matches_the_whole_tensor_rules():
+    from foundry.evaluate import compare as cmp
+    ref = torch.randn(3 * cmp.CHUNK_CPU + 5)
+    assert cmp.compare(ref, ref * (1 + 1e-5)).ok
+    bad = ref.clone()
+    bad[-1] += 1.0  # one element in the last slice
+    c = cmp.compare(ref, bad)
+    assert c.kind == "value" and c.max_abs_err == pytest.approx(1.0, rel=1e-5)
+    nan = ref.clone()
+    nan[cmp.CHUNK_CPU + 1] = float("nan")
+    c = cmp.compare(ref, nan)
+    assert c.kind == "value" and c.non_finite
+    both = ref.clone()
+    both[7] = float("inf")
+    assert cmp.compare(both, both.clone()).ok
+    other = both.clone()
+    other[7] = float("-inf")
+    assert cmp.compare(both, other).kind == "value"
