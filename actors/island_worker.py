@@ -14,6 +14,7 @@ import asyncio
 import dataclasses
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
@@ -181,7 +182,8 @@ class IslandWorker:
         for task_id, host in self.hosts.items():
             host.save(directory / (task_file_name(task_id) + ".ckpt"))
         write_atomic(directory / "worker.json", json.dumps(
-            {"island_index": self.island_index, "saved_at": time.time()}, sort_keys=True))
+            {"island_index": self.island_index, "saved_at": time.time(), "pid": os.getpid()},
+            sort_keys=True))
 
     def restore(self, directory: str | Path) -> int:
         """Load what `checkpoint` wrote (missing files are skipped); returns islands loaded."""

@@ -73,6 +73,10 @@ class Supervisor:
             budget=budget, budget_per_key=s.budget.evaluations_per_task,
                                                  spent_per_key=spent)
         ray.get(self.dispatcher.add_evaluators.remote(self.evaluators, s.ray.slots_per_evaluator))
+        infos = ray.get([e.info.remote() for e in self.evaluators.values()])
+        from foundry.store.rundir import write_atomic
+        import json
+        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(infos, indent=2))
         self.prompt_actor = PromptEvolverActor.options(max_restarts=s.ray.max_restarts,
                                                        scheduling_strategy=here).remote(
             prompt=raw.get("prompt") or {}, llm=raw.get("llm") or {}, seed=self.s.seed,

@@ -95,10 +95,11 @@ def _hydra_output_dir() -> Path | None:
         return None
 
 
-def _start_ray(rc: RayConfig) -> None:
+def _start_ray(rc: RayConfig) -> bool:
+    """Start or join Ray; False when the caller's process already had Ray running."""
     import ray
     if ray.is_initialized():
-        return
+        return False
     kw: dict[str, Any] = {"include_dashboard": rc.include_dashboard, "log_to_driver": rc.log_to_driver,
                           "namespace": rc.namespace, "configure_logging": False}
     if rc.runtime_env:
@@ -109,6 +110,7 @@ def _start_ray(rc: RayConfig) -> None:
         kw.update(address="local", num_cpus=rc.num_cpus or os.cpu_count(), num_gpus=rc.num_gpus)
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     ray.init(**kw)
+    return True
 
 
 def _load_tasks(tasks_cfg: dict, *, gpu: bool) -> list:
@@ -135,7 +137,7 @@ def run(cfg: Any) -> Path:
     progress_mode = settings.run.progress
     say = ProgressView(RunProgress(tasks={}), mode=progress_mode).say
 
-    _start_ray(settings.ray)
+    started_ray = _start_ray(settings.ray)  # multirun: each job starts and stops its own
     import ray
     try:
         gpus = int(ray.cluster_resources().get("GPU", 0))
@@ -190,7 +192,8 @@ def run(cfg: Any) -> Path:
         say(f"KernelFoundry: stopped: {reason}. Report: {report}")
         return run_dir.path
     finally:
-        ray.shutdown()
+        if started_ray:
+            ray.shutdown()
 
 
 def main_entry(cfg: Any) -> int:
