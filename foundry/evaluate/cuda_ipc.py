@@ -128,6 +128,7 @@ class IpcImporter:
         """`items`: {"handle", "offset", "nbytes", "dtype", "shape"} each (validated
         shapes and dtypes). Returns judge-owned CUDA tensors; raises IpcError."""
         import torch
+        torch.cuda.synchronize()  # makes the primary context current on this thread too
         d = self.driver
         opened: dict[str, tuple[int, int]] = {}
         out = []

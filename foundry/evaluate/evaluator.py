@@ -77,6 +77,26 @@ class Evaluator:
         except Exception as e:  # noqa: BLE001 - a judge failure still yields a (failed) result
             return self._result(task, candidate, t0, Stage.RUNTIME, flags=("evaluator_error",),
                                 error=f"evaluator error: {type(e).__name__}: {e}")
+        finally:
+            self._release_device_memory()
+
+    def _release_device_memory(self) -> None:
+        """cuda: the references and received outputs of this evaluation are garbage now;
+        overwrite the judge's free cached blocks (0xFF) and give them back to the driver, so
+        neither an old result nor the memory itself is left for the next worker."""
+        if self.config.device != "cuda":
+            return
+        try:
+            import gc
+
+            import torch
+
+            from foundry.evaluate.cuda_device import poison_free_memory
+            gc.collect()
+            poison_free_memory()
+            torch.cuda.empty_cache()
+        except Exception:  # noqa: BLE001 - housekeeping only
+            pass
 
     def baselines(self, *, task: Task) -> tuple[float | None, float | None]:
         """(eager_ms, compile_ms) of the task's reference, cached on disk."""
@@ -426,9 +446,12 @@ class Evaluator:
     def _check_degenerate(self, task: Task, outputs: list) -> Degeneracy:
         key = task.source_hash
         if key not in self._degeneracy:
+            small = small_sizes(task) if self._large(task) else None
             try:  # a property of the function: a large task is checked at its SMALL_SIZES
-                d = external_check(task, device=self.config.device,
-                                   overrides=small_sizes(task) if self._large(task) else None)
+                d = external_check(task, device=self.config.device, overrides=small)
+                if d is not None and d.degenerate and self.config.device != "cpu" \
+                        and d.reason.startswith("reference failed"):  # maybe only under the device default
+                    d = external_check(task, device="cpu", overrides=small)
             except Exception:  # noqa: BLE001 - fall back to the judge's own check
                 d = None
             self._degeneracy[key] = d if d is not None else minimal_check(outputs)
