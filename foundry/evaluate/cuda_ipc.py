@@ -43,7 +43,21 @@ class IpcViolation(IpcError):
 
 
 class _Handle(ctypes.Structure):
-    _fields_ = [("reserved", ctypes.c_char * HANDLE_BYTES)]
+    _fields_ = [("reserved", ctypes.c_ubyte * HANDLE_BYTES)]
+
+
+def handle_to_hex(h: _Handle) -> str:
+    """All 64 bytes (a handle has zero bytes inside; c_char fields would stop at one)."""
+    return ctypes.string_at(ctypes.addressof(h), HANDLE_BYTES).hex()
+
+
+def handle_from_hex(text: str) -> _Handle:
+    data = bytes.fromhex(text)
+    if len(data) != HANDLE_BYTES:
+        raise ValueError(f"a CUDA IPC handle has {HANDLE_BYTES} bytes, got {len(data)}")
+    h = _Handle()
+    ctypes.memmove(ctypes.addressof(h), data, HANDLE_BYTES)
+    return h
 
 
 class _Driver:
@@ -109,7 +123,7 @@ def export(t: Any) -> dict | None:
             return None
         h = _Handle()
         d.check(d.get_handle(ctypes.byref(h), ctypes.c_uint64(base)), "cuIpcGetMemHandle")
-        return {"handle": bytes(h.reserved).ljust(HANDLE_BYTES, b"\0").hex(), "offset": ptr - base}
+        return {"handle": handle_to_hex(h), "offset": ptr - base}
     except Exception:  # noqa: BLE001 - the host channel carries it instead
         return None
 
@@ -141,8 +155,7 @@ class IpcImporter:
                 if type(offset) is not int or offset < 0:
                     raise IpcViolation("malformed CUDA IPC offset")
                 if handle not in opened:
-                    h = _Handle()
-                    h.reserved = bytes.fromhex(handle)
+                    h = handle_from_hex(handle)
                     ptr = ctypes.c_uint64()
                     d.check(d.open_handle(ctypes.byref(ptr), h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
                             "cuIpcOpenMemHandle")

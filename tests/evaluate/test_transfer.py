@@ -310,3 +310,12 @@ def test_streamed_comparison_matches_the_whole_tensor_rules():
     other = both.clone()
     other[7] = float("-inf")
     assert cmp.compare(both, other).kind == "value"
+
+
+def test_cuda_ipc_handles_keep_every_byte_including_zeros():
+    from foundry.evaluate import cuda_ipc
+    raw = bytes([0, 1, 0, 0, 255] + list(range(59)))
+    h = cuda_ipc.handle_from_hex(raw.hex())
+    assert cuda_ipc.handle_to_hex(h) == raw.hex()
+    with pytest.raises(ValueError):
+        cuda_ipc.handle_from_hex("00" * 63)
