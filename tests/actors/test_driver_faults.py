@@ -40,7 +40,7 @@ def test_killed_evaluator_and_island_processes(ray_session, tmp_path, capsys, mo
     killed = {}
 
     def killer():
-        deadline = time.time() + 60
+        deadline = time.time() + 120
         while time.time() < deadline:
             time.sleep(0.2)
             try:
@@ -69,7 +69,7 @@ def test_killed_evaluator_and_island_processes(ray_session, tmp_path, capsys, mo
     keys = [(r.candidate.island_id, r.candidate.candidate_id) for r in records]
     assert len(set(keys)) == len(keys)
     assert {r.evaluator for r in records} == {"evaluator-0", "evaluator-1"}
-    late0 = [r for r in records[killed["at"] + 5:] if r.candidate.island_id == 0]
+    late0 = [r for r in records if r.seq > killed["at"] + 2 and r.candidate.island_id == 0]
     assert late0, "island 0 produced nothing after its restart"
     assert json.loads((run_dir / "checkpoints" / "island-0" / "worker.json").read_text())["pid"] != killed["island"]
     assert "evaluation budget spent" in json.loads((run_dir / "run.json").read_text())["stop_reason"]
