@@ -86,6 +86,11 @@ class EvalConfig:
         for name in ("timeout_s", "baseline_timeout_s", "timing_block_ms"):
             if float(getattr(self, name)) <= 0:
                 raise ValueError(f"EvalConfig.{name} must be > 0, got {getattr(self, name)!r}")
+        if int(self.full_size_trials) < 2:
+            raise ValueError(f"EvalConfig.full_size_trials must be >= 2 (one standard and one heavy-tailed "
+                             f"trial at full size), got {self.full_size_trials!r}")
+        if float(self.large_task_mb) <= 0:
+            raise ValueError(f"EvalConfig.large_task_mb must be > 0, got {self.large_task_mb!r}")
         if self.tf32 not in ("off", "on", "torch-default"):
             raise ValueError(f"EvalConfig.tf32 must be 'off', 'on' or 'torch-default', got {self.tf32!r}")
         if self.isolation not in ("auto", "none", "required"):

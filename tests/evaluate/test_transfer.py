@@ -319,3 +319,10 @@ def test_cuda_ipc_handles_keep_every_byte_including_zeros():
     assert cuda_ipc.handle_to_hex(h) == raw.hex()
     with pytest.raises(ValueError):
         cuda_ipc.handle_from_hex("00" * 63)
+
+
+def test_large_task_settings_keep_a_heavy_tailed_full_size_trial():
+    with pytest.raises(ValueError, match="full_size_trials"):
+        EvalConfig.from_config({"full_size_trials": 1})
+    with pytest.raises(ValueError, match="large_task_mb"):
+        EvalConfig.from_config({"large_task_mb": 0})
