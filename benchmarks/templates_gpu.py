@@ -89,6 +89,7 @@ def main() -> int:
             continue
         t0 = time.time()
         best = None
+        last_error = ""
         try:
             inproc = InProcessMeasure(task=task, device=a.device, compile_baseline=a.device == "cuda" and not a.no_compile)
             measure = inproc if evaluator is None else (lambda c, t=task: evaluator.evaluate(task=t, candidate=c))
@@ -97,6 +98,8 @@ def main() -> int:
                 cand = Candidate.make(task_id=task.task_id, source=src, backend="triton", origin="template",
                                       strategy_id=f"template:{variant}")
                 res = tuner.tune(task=task, candidate=cand, measure=measure, device=dev_name)
+                if res.result is not None and not res.result.correct:
+                    last_error = f"{variant}: {res.result.error[:300]}"
                 if res.result is not None and res.result.correct and (
                         best is None or res.result.runtime_ms < best[1].runtime_ms):
                     best = (variant, res.result, res.candidate.params)
@@ -105,8 +108,8 @@ def main() -> int:
             print(f"{task.task_id:42s} ERROR {type(e).__name__}: {str(e)[:200]}", flush=True)
             continue
         if best is None:
-            rows.append({"task": task.task_id, "error": "no correct template candidate"})
-            print(f"{task.task_id:42s} no correct template candidate", flush=True)
+            rows.append({"task": task.task_id, "error": f"no correct template candidate ({last_error})"})
+            print(f"{task.task_id:42s} no correct template candidate ({last_error})", flush=True)
             continue
         variant, r, params = best
         comp_ms = r.compile_ms or inproc.compile_ms

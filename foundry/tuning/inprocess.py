@@ -8,6 +8,8 @@ this one is for tests and scripts where a trusted, fast measurement is enough.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 import statistics
 import time
 import types
@@ -15,13 +17,22 @@ import types
 import torch
 
 from foundry.tasks.loader import build_module
-from foundry.types import Candidate, EvalResult, Stage, Task
+from foundry.kernels import cache_dir
+from foundry.types import Candidate, EvalResult, Stage, Task, content_hash
 
 
 def load_candidate(source: str, params: dict, *, name: str = "foundry_candidate") -> types.ModuleType:
     """Execute a candidate file with PARAMS set the way the evaluator sets it."""
-    mod = types.ModuleType(name)
-    exec(compile(source, f"<{name}>", "exec"), mod.__dict__)
+    # Run it from a real file: Triton's JIT reads kernel source through `inspect`, which
+    # needs a file behind the code object (exec of a string works only in the interpreter).
+    path = cache_dir("candidates") / f"{name}_{content_hash(source)}.py"
+    if not path.exists():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(source)
+        os.replace(tmp, path)
+    spec = importlib.util.spec_from_file_location(f"{name}_{content_hash(source)}", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
     merged = dict(getattr(mod, "PARAMS", {}) or {})
     tunable = getattr(mod, "TUNABLE", {}) or {}
     for k, v in tunable.items():
