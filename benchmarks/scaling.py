@@ -29,11 +29,13 @@ sys.path.insert(0, str(ROOT))
 
 def one_run(*, run_dir: Path, gpus: int, evaluations: int, args) -> dict:
     from foundry.store import read_evaluations
-    cmd = [sys.executable, "-m", "foundry", f"tasks.level={args.level}", f"tasks.limit={args.tasks}",
+    select = [f"tasks.ids=[{args.ids}]"] if args.ids else [f"tasks.limit={args.tasks}"]
+    cmd = [sys.executable, "-m", "foundry", f"tasks.level={args.level}", *select,
            f"budget.evaluations={evaluations}", f"budget.wall_time_s={args.wall_s}",
            f"island.count={args.islands}", f"run.in_flight_per_island={args.in_flight}",
            f"ray.max_gpu_evaluators={gpus}", "run.progress=log", "run.progress_every_s=30",
            f"hydra.run.dir={run_dir}"]
+    cmd += list(args.override)
     if args.standin:
         cmd += ["ray.num_gpus=2", "run.evaluator_impl=actors.standins:fixed_cost_evaluator",
                 f"+evaluator.cost_s={args.standin_cost_s}",
@@ -60,6 +62,11 @@ def main() -> int:
     ap.add_argument("--evaluations", type=int, default=240, help="budget of each measured run")
     ap.add_argument("--level", type=int, default=1)
     ap.add_argument("--tasks", type=int, default=12, help="first N tasks of the level")
+    ap.add_argument("--ids", default="8,9,10,11,12,13,14,15",
+                    help="comma-separated task ids of the level (default: tasks the template engine "
+                         "covers; an empty string takes the first --tasks tasks)")
+    ap.add_argument("--override", action="append", default=[],
+                    help="extra Hydra override for every run (repeatable), e.g. run.tune=false")
     ap.add_argument("--islands", type=int, default=4)
     ap.add_argument("--in-flight", type=int, default=4, help="candidates in flight per island")
     ap.add_argument("--wall-s", type=float, default=540)
@@ -68,10 +75,13 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="scaling-") as tmp:
-        warm = one_run(run_dir=Path(tmp) / "warmup", gpus=2, evaluations=2 * args.tasks, args=args)
+        warm = one_run(run_dir=Path(tmp) / "warmup", gpus=2, evaluations=2 * (len(args.ids.split(",")) if args.ids else args.tasks), args=args)
         one = one_run(run_dir=Path(tmp) / "gpu1", gpus=1, evaluations=args.evaluations, args=args)
         two = one_run(run_dir=Path(tmp) / "gpu2", gpus=2, evaluations=args.evaluations, args=args)
     ratio = two["candidates_per_min"] / one["candidates_per_min"]
+    if not (one["correct"] and two["correct"]):
+        print("warning: a run found no correct candidate; its rate measures failures, not evaluations",
+              file=sys.stderr)
     for r in (one, two):
         print(f"{r['gpus']} GPU(s): {r['candidates_per_min']:.1f} candidates/min "
               f"({r['evaluations']} evaluations, {r['correct']} correct, {r['wall_s']:.0f} s, "
