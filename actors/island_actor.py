@@ -74,6 +74,7 @@ class IslandActor:
         else:
             proposer = make_proposer(llm=settings["llm"], templates=settings["templates"],
                                      on_llm_call=self._on_llm_call, seed=seed, island_index=island_index,
+                                     island_count=int(settings["island"].get("count", 1)),
                                      impl=settings.get("proposer_impl"))
 
         async def submit(task: Task, candidate: Candidate):

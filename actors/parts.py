@@ -8,6 +8,7 @@ the shipped configuration leaves them null and gets the real parts.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from typing import Any, Callable, Mapping
 
@@ -31,14 +32,19 @@ def make_evaluator(eval_config: Mapping[str, Any], *, impl: str | None = None) -
 
 def make_proposer(*, llm: Mapping[str, Any], templates: Mapping[str, Any],
                   on_llm_call: Callable[[Any], None], seed: int, island_index: int,
-                  impl: str | None = None) -> Any:
-    """The LLM proposer when `llm.provider` is not none, else the template engine."""
+                  island_count: int = 1, impl: str | None = None) -> Any:
+    """The LLM proposer when `llm.provider` is not none, else the template engine.
+
+    Each island process holds its own LLM client, so each gets an equal share of the
+    run's LLM budget (`island_count` shares): together they never exceed it."""
     if impl:
         return load_impl(impl)(llm=dict(llm), templates=dict(templates), seed=seed,
                                island_index=island_index, on_llm_call=on_llm_call)
     from foundry.llm import LLMConfig, LLMProposer
     llm_config = LLMConfig.from_config(dict(llm))
     if llm_config.enabled:
+        if island_count > 1:
+            llm_config = dataclasses.replace(llm_config, budget=llm_config.budget.share(island_count))
         return LLMProposer(llm_config, on_call=on_llm_call)
     from foundry.templates import TemplateConfig, TemplateProposer
     return TemplateProposer(config=TemplateConfig.from_config(dict(templates)))
