@@ -7,6 +7,17 @@ import os
 import pytest
 
 
+def _has_cuda_driver() -> bool:
+    return any(os.path.exists(p) for p in ("/dev/nvidiactl", "/proc/driver/nvidia/version"))
+
+
+# Without a GPU, Triton can only run kernels in its interpreter. Set it before anything
+# imports triton: triton.language's own @jit helpers (tl.cdiv, ...) are built at import
+# time, and a process that imported triton without the interpreter cannot run them later.
+if not _has_cuda_driver():
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
 def _has_cuda() -> bool:
     try:
         import torch
