@@ -21,7 +21,7 @@ from typing import Any, Awaitable, Callable, Mapping
 
 from actors.island_host import IslandHost
 from foundry.store.rundir import task_file_name, write_atomic
-from foundry.types import Candidate, EvalResult, ProposalRequest, Task
+from foundry.types import Candidate, EvalResult, Task
 
 log = logging.getLogger(__name__)
 # submit(task, candidate) -> (candidate as evaluated, result | None, evaluator, refusal)

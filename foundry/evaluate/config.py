@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from foundry.config_keys import checked_keys
+
 DEVICES = ("cpu", "cuda")
 
 
@@ -104,20 +106,7 @@ class EvalConfig:
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None = None) -> "EvalConfig":
         """Build from a mapping (a dict or an OmegaConf node); unknown keys are rejected."""
-        if mapping is None:
-            return cls()
-        if hasattr(mapping, "items") and not isinstance(mapping, dict):
-            try:  # an OmegaConf DictConfig
-                from omegaconf import OmegaConf
-                mapping = OmegaConf.to_container(mapping, resolve=True)  # type: ignore[assignment]
-            except Exception:  # noqa: BLE001 - a plain Mapping
-                mapping = dict(mapping.items())
-        allowed = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(mapping) - allowed)
-        if unknown:
-            raise ValueError(f"unknown evaluator config key(s) {', '.join(map(repr, unknown))}; "
-                             f"allowed: {', '.join(sorted(allowed))}")
-        kwargs = dict(mapping)
+        kwargs = checked_keys(cls, mapping, group="evaluator")
         if kwargs.get("baseline_cache_dir") in (None, ""):
             kwargs.pop("baseline_cache_dir", None)
         if "secret_env_names" in kwargs and kwargs["secret_env_names"] is not None:

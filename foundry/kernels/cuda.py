@@ -45,7 +45,6 @@ import re
 import tempfile
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 from foundry.kernels import cache_dir, record_launch

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
+
+from foundry.config_keys import checked_keys
 
 FAMILIES = ("pointwise", "reduce", "softmax", "norm", "scan")
 MUTATIONS = ("params", "template", "fusion")
@@ -45,20 +46,7 @@ class TemplateConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None) -> "TemplateConfig":
-        if mapping is None:
-            return cls()
-        if hasattr(mapping, "items") and not isinstance(mapping, dict):
-            try:
-                from omegaconf import OmegaConf
-                mapping = OmegaConf.to_container(mapping, resolve=True)  # type: ignore[assignment]
-            except Exception:  # noqa: BLE001 - a plain Mapping
-                mapping = dict(mapping.items())
-        allowed = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(mapping) - allowed)
-        if unknown:
-            raise ValueError(f"unknown templates config key(s) {', '.join(map(repr, unknown))}; "
-                             f"allowed: {', '.join(sorted(allowed))}")
-        return cls(**dict(mapping))
+        return cls(**checked_keys(cls, mapping, group="templates"))
 
     def tuner_config(self):
         from foundry.tuning.tuner import TunerConfig

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
+from foundry.config_keys import checked_keys
 from foundry.tuning.cache import TuningCache
 from foundry.tuning.space import SpaceError, points, read_tunable, size
 from foundry.types import Candidate, EvalResult, Task, content_hash
@@ -33,13 +34,7 @@ class TunerConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None) -> "TunerConfig":
-        mapping = dict(mapping or {})
-        allowed = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(mapping) - allowed)
-        if unknown:
-            raise ValueError(f"unknown tuner config key(s) {', '.join(map(repr, unknown))}; "
-                             f"allowed: {', '.join(sorted(allowed))}")
-        return cls(**mapping)
+        return cls(**checked_keys(cls, mapping, group="tuner"))
 
 
 @dataclass(frozen=True)
