@@ -189,7 +189,7 @@ def test_honest_source_has_no_flags():
     ("import os\nk = os.environ\n", "env_access"),
     ("import torch\ntorch.use_deterministic_algorithms(False)\n", "torch_patching"),
     ("from foundry.kernels import record_launch\n", "launch_tampering"),
-    ("open('/work/x.py', 'w').write('')\n", "file_access"),
+    ("open('/srv/x.py', 'w').write('')\n", "file_access"),
     ("import numpy as np\n", "foreign_compute"),
     ("m = __import__('ti' + 'me')\n", "obfuscation"),
     ("import torch\nf = getattr(torch, '_' + 'C')\n", "obfuscation"),
