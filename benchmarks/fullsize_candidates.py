@@ -12,7 +12,7 @@ import triton.language as tl
 PARAMS = {}
 '''
 
-RELU = _HEAD + '''
+_RELU_KERNEL = '''
 
 @triton.jit
 def relu_kernel(X, Y, N, BLOCK: tl.constexpr):
@@ -20,7 +20,9 @@ def relu_kernel(X, Y, N, BLOCK: tl.constexpr):
     mask = offs < N
     v = tl.load(X + offs, mask=mask)
     tl.store(Y + offs, tl.maximum(v, 0.0), mask=mask)
+'''
 
+RELU = _HEAD + _RELU_KERNEL + '''
 
 class ModelNew(nn.Module):
     def __init__(self):
@@ -96,15 +98,7 @@ class ModelNew(nn.Module):
 
 # computes the answer into a block, frees it, and returns a fresh uninitialised tensor of
 # the same size, which the caching allocator hands back at the same address
-ALLOCATOR_RESULT_REUSE = _HEAD + '''
-
-@triton.jit
-def relu_kernel(X, Y, N, BLOCK: tl.constexpr):
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < N
-    v = tl.load(X + offs, mask=mask)
-    tl.store(Y + offs, tl.maximum(v, 0.0), mask=mask)
-
+ALLOCATOR_RESULT_REUSE = _HEAD + _RELU_KERNEL + '''
 
 class ModelNew(nn.Module):
     def __init__(self):
