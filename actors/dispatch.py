@@ -6,14 +6,18 @@ next item, so a fast or idle evaluator takes more work. When a call raises `Work
 and the worker waits before it calls again; after `max_attempts` losses of one item it
 fails with `EvaluationLost`. A worker whose evaluator lost `give_up_after` calls in a row
 stops. The evaluation budget (total and per key) is counted here, at submission, so it
-is exact however many islands submit.
+is exact however many islands submit. `on_settle(payload, result, error)` is called
+once per item when it settles, in the worker, whether or not its submitter still waits.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
+
+log = logging.getLogger(__name__)
 
 
 class WorkerLost(Exception):
@@ -57,6 +61,7 @@ class Balancer:
     budget_per_key: int | None = None
     spent_per_key: dict = field(default_factory=dict)
     workers: dict = field(default_factory=dict)
+    on_settle: Callable[[Any, Any, BaseException | None], None] | None = None
     requeued: int = 0
     _queue: asyncio.Queue | None = None
     _tasks: list = field(default_factory=list)
@@ -115,7 +120,7 @@ class Balancer:
                 stats.consecutive_lost += 1
                 item.attempts += 1
                 if item.attempts >= self.max_attempts:
-                    item.future.set_exception(EvaluationLost(
+                    self._settle(item, None, EvaluationLost(
                         f"the evaluator was lost {item.attempts} times on this candidate ({e})"))
                 else:
                     self.requeued += 1
@@ -128,24 +133,35 @@ class Balancer:
                 continue
             except Exception as e:  # noqa: BLE001 - the evaluator's own error: pass it to the submitter
                 stats.busy -= 1
-                if not item.future.done():
-                    item.future.set_exception(e)
+                self._settle(item, None, e)
                 continue
             stats.busy -= 1
             stats.done += 1
             stats.consecutive_lost = 0
-            if not item.future.done():
-                item.future.set_result(result)
+            self._settle(item, result, None)
+
+    def _settle(self, item: _Item, result: Any, error: BaseException | None) -> None:
+        if self.on_settle is not None:
+            try:
+                self.on_settle(item.payload, result, error)
+            except Exception:  # noqa: BLE001 - bookkeeping must not stop the worker
+                log.exception("on_settle failed")
+        if item.future.done():  # the submitter went away
+            return
+        if error is None:
+            item.future.set_result(result)
+        else:
+            item.future.set_exception(error)
 
     def _fail_if_no_worker(self) -> None:
         if any(w.alive for w in self.workers.values()):
             return
         while not self.queue.empty():
-            item = self.queue.get_nowait()
-            item.future.set_exception(EvaluationLost("no evaluator is alive"))
+            self._settle(self.queue.get_nowait(), None, EvaluationLost("no evaluator is alive"))
 
     def stats(self) -> dict:
         return {"submitted": self._submitted, "queued": self.queue.qsize(), "requeued": self.requeued,
+                "busy": sum(w.busy for w in self.workers.values()),
                 "workers": {n: vars(w).copy() for n, w in self.workers.items()}}
 
     async def aclose(self) -> None:

@@ -1,5 +1,7 @@
 """`DispatcherActor`: the one place candidates are queued and balanced over evaluators
-(an async actor over `actors.dispatch.Balancer`)."""
+(an async actor over `actors.dispatch.Balancer`). It also files every finished
+evaluation of an island in a `Ledger` until the driver has claimed it, so an island
+killed mid-run loses no evaluated candidate."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ import ray
 from ray.exceptions import RayActorError
 
 from actors.dispatch import Balancer, EvaluationLost, Refused, WorkerLost
+from actors.evaluation import as_logged
+from actors.ledger import Ledger, Settled
 from foundry.types import Candidate, EvalResult, Stage, Task
 
 
 def _caller(handle):
     async def call(payload):
-        task, candidate = payload
+        task, candidate, _origin = payload
         try:
             return await handle.evaluate.remote(task, candidate)
         except RayActorError as e:
@@ -27,34 +31,70 @@ def _failed(candidate: Candidate, error: str) -> EvalResult:
                       stage=int(Stage.RUNTIME), correct=False, error=error[:500])
 
 
+def _outcome(candidate: Candidate, value: Any, error: BaseException | None) -> tuple:
+    """(candidate as evaluated, result, evaluator name) for a settled item: a candidate that
+    lost its evaluator too often, or met an evaluator error, gets a runtime-stage result."""
+    if error is None:
+        return value
+    if isinstance(error, EvaluationLost):
+        return candidate, _failed(candidate, str(error)), ""
+    return candidate, _failed(candidate, f"evaluator error: {type(error).__name__}: {error}"), ""
+
+
 @ray.remote(num_cpus=0)
 class DispatcherActor:
     def __init__(self, *, budget: int | None, budget_per_key: int | None,
                  spent_per_key: dict | None = None, max_attempts: int = 3, retry_delay_s: float = 0.5):
+        self.ledger = Ledger()
         self.balancer = Balancer(budget=budget, budget_per_key=budget_per_key,
                                  spent_per_key=dict(spent_per_key or {}),
-                                 max_attempts=max_attempts, retry_delay_s=retry_delay_s)
+                                 max_attempts=max_attempts, retry_delay_s=retry_delay_s,
+                                 on_settle=self._file)
+
+    def _file(self, payload: Any, value: Any, error: BaseException | None) -> None:
+        task, candidate, origin = payload
+        if not origin:
+            return
+        evaluated, result, name = _outcome(candidate, value, error)
+        self.ledger.file(origin=origin, submitted_id=candidate.candidate_id, settled=Settled(
+            island_index=candidate.island_id, candidate=as_logged(submitted=candidate, evaluated=evaluated),
+            result=result, evaluator=name))
 
     async def add_evaluators(self, handles: dict, slots: int = 1) -> None:
         for name, handle in handles.items():
             self.balancer.add_worker(name, _caller(handle), slots=slots)
 
-    async def submit(self, task: Task, candidate: Candidate) -> tuple:
+    async def submit(self, task: Task, candidate: Candidate, origin: str = "") -> tuple:
         """Returns (candidate as evaluated, result, evaluator name, refusal). A refusal
-        ("all: ..."/"key: ...") comes with no result; a candidate that lost its evaluator
-        too often, or met an evaluator error, gets a runtime-stage result saying so."""
+        ("all: ..."/"key: ...") comes with no result. `origin` names the submitting island
+        incarnation; with one, the outcome is also filed in the ledger."""
+        if origin:
+            self.ledger.seen(origin=origin, island_index=candidate.island_id)
         try:
-            evaluated, result, name = await self.balancer.submit((task, candidate), key=task.task_id)
-            return evaluated, result, name, ""
+            value = await self.balancer.submit((task, candidate, origin), key=task.task_id)
         except Refused as r:
             return candidate, None, "", f"{r.scope}: {r.reason}"
-        except EvaluationLost as e:
-            return candidate, _failed(candidate, str(e)), "", ""
         except Exception as e:  # noqa: BLE001 - an evaluator bug must not stop the island
-            return candidate, _failed(candidate, f"evaluator error: {type(e).__name__}: {e}"), "", ""
+            return (*_outcome(candidate, None, e), "")
+        return (*value, "")
+
+    def mark_dead(self, island_index: int) -> int:
+        return self.ledger.mark_dead(island_index=island_index)
+
+    def sync_ledger(self, claims: dict[str, list[str]]) -> list[Settled]:
+        """Apply the driver's claims ({origin: submitted ids it drained}), then hand over
+        the orphans (finished evaluations of dead island incarnations)."""
+        for origin, ids in claims.items():
+            self.ledger.claim(origin=origin, submitted_ids=ids)
+        return self.ledger.take_orphans()
+
+    def idle(self) -> bool:
+        """Nothing queued and nothing being evaluated."""
+        stats = self.balancer.stats()
+        return stats["queued"] == 0 and stats["busy"] == 0
 
     def close(self, reason: str, key: str | None = None) -> None:
         self.balancer.close(reason, key)
 
     def stats(self) -> dict[str, Any]:
-        return self.balancer.stats()
+        return {**self.balancer.stats(), "ledger_open": len(self.ledger)}

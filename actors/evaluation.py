@@ -4,12 +4,22 @@ as the measurement (foundry.tuning) and return the best setting and its result."
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any, Mapping
 
 from foundry.types import Candidate, EvalResult, Task
 
 _TUNABLE = re.compile(r"^TUNABLE\s*[:=]", re.M)
+
+
+def as_logged(*, submitted: Candidate, evaluated: Candidate) -> Candidate:
+    """The candidate an island logs for a submitted child: the child itself, or, when
+    tuning changed its params, the tuned code carrying the child's lineage."""
+    if evaluated.candidate_id == submitted.candidate_id:
+        return submitted
+    return dataclasses.replace(evaluated, island_id=submitted.island_id, parent_ids=submitted.parent_ids,
+                               generation=submitted.generation, strategy_id=submitted.strategy_id)
 
 
 def tuner_config(templates: Mapping[str, Any]) -> dict:

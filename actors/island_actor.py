@@ -2,6 +2,8 @@
 
 Ray restarts a crashed island actor (`max_restarts`); `__init__` then reloads its last
 checkpoint and the driver replays what the run log holds beyond it and calls `run` again.
+Each incarnation submits under its own `origin`, so the dispatcher's ledger can tell the
+driver what a dead one had evaluated but never handed over.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import os
+import uuid
 from typing import Any, Mapping
 
 import ray
@@ -77,8 +80,10 @@ class IslandActor:
                                      island_count=int(settings["island"].get("count", 1)),
                                      impl=settings.get("proposer_impl"))
 
+        self.origin = f"island-{island_index}-{uuid.uuid4().hex[:12]}"
+
         async def submit(task: Task, candidate: Candidate):
-            return await dispatcher.submit.remote(task, candidate)
+            return await dispatcher.submit.remote(task, candidate, self.origin)
 
         self.worker = IslandWorker(
             island_index=island_index, tasks=tasks, hosts=hosts, proposer=proposer, submit=submit,
@@ -107,7 +112,7 @@ class IslandActor:
             self.worker.checkpoint(self.checkpoint_dir)
 
     def drain(self) -> dict:
-        return self.worker.drain()
+        return {**self.worker.drain(), "origin": self.origin}
 
     def stop(self, reason: str) -> None:
         self.worker.stop(reason)

@@ -11,7 +11,6 @@ outcome to the prompt evolver and put the record in the outbox the driver drains
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import logging
 import os
@@ -19,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
+from actors.evaluation import as_logged
 from actors.island_host import IslandHost
 from foundry.store.rundir import task_file_name, write_atomic
 from foundry.types import Candidate, EvalResult, Task
@@ -59,6 +59,7 @@ class IslandWorker:
         self.retired: dict[str, str] = {}
         self.stop_reason = ""
         self.outbox: list[tuple[Candidate, EvalResult, str]] = []
+        self.settled: list[str] = []  # ids of submitted children whose outcome is settled here
         self.llm_calls: list[dict] = []
         self.in_flight_ids: set[str] = set()
         self.proposed: dict[str, set] = {}  # ids of proposals already submitted, per task
@@ -80,9 +81,9 @@ class IslandWorker:
         return [t for t in self.tasks if t not in self.retired]
 
     def drain(self) -> dict:
-        out, calls = self.outbox, self.llm_calls
-        self.outbox, self.llm_calls = [], []
-        return {"records": out, "llm_calls": calls, "retired": dict(self.retired),
+        out, calls, settled = self.outbox, self.llm_calls, self.settled
+        self.outbox, self.llm_calls, self.settled = [], [], []
+        return {"records": out, "llm_calls": calls, "settled": settled, "retired": dict(self.retired),
                 "stop_reason": self.stop_reason, "in_flight": len(self.in_flight_ids),
                 "peak_rss_mb": peak_rss_mb()}
 
@@ -155,9 +156,8 @@ class IslandWorker:
             scope, _, reason = refusal.partition(": ")
             self.stop(reason) if scope == "all" else self.retire(task_id, reason)
             return
-        if evaluated.candidate_id != cid:  # tuned: the same code with the best params found
-            child = dataclasses.replace(evaluated, island_id=child.island_id, parent_ids=child.parent_ids,
-                                        generation=child.generation, strategy_id=child.strategy_id)
+        self.settled.append(cid)
+        child = as_logged(submitted=child, evaluated=evaluated)  # tuned: the best params found
         if host.has_seen(child.candidate_id):  # arrived meanwhile (a migrant, a twin, a tuned twin)
             self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
             return

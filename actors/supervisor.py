@@ -3,6 +3,7 @@ directory, restart islands that died, migrate, enforce budgets, stop cleanly."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -33,6 +34,8 @@ class Supervisor:
         self.progress, self.view = progress, view
         self.started = time.monotonic()
         self.by_island: dict[int, list] = {}
+        self.logged: set[tuple[int, str]] = set()  # (island, candidate id) in the run log
+        self._describers: dict[tuple[int, str], Any] = {}
         self.retired: dict[str, str] = {}
         self.llm_cost_usd = sum(float(c.get("cost_usd") or 0.0) for c in run_dir.read_llm_calls())
         for rec in prior:
@@ -46,6 +49,7 @@ class Supervisor:
 
     def _note(self, cand, result, *, session: bool) -> None:
         self.by_island.setdefault(cand.island_id, []).append((cand, result))
+        self.logged.add((cand.island_id, cand.candidate_id))
         self.progress.record(cand, result, session=session)
 
     # -- start ------------------------------------------------------------------
@@ -129,6 +133,7 @@ class Supervisor:
 
     def _drain_all(self, timeout: float = 10.0) -> None:
         refs = {i: a.drain.remote() for i, a in self.islands.items()}
+        claims: dict[str, list] = {}
         for i, ref in refs.items():
             try:
                 out = ray.get(ref, timeout=timeout)
@@ -139,15 +144,46 @@ class Supervisor:
             for cand, result, evaluator in out["records"]:
                 self.evlog.append(cand, result, evaluator=evaluator)
                 self._note(cand, result, session=True)
+            claims[out["origin"]] = out["settled"]
             self._add_calls(out["llm_calls"])
             for task_id, why in out["retired"].items():
                 if task_id in self.progress.tasks and not self.progress.tasks[task_id].status:
                     self.progress.tasks[task_id].status = why
-
+        try:
+            orphans = ray.get(self.dispatcher.sync_ledger.remote(claims), timeout=timeout)
+        except (RayActorError, GetTimeoutError) as e:
+            log.warning("the dispatcher's ledger did not answer: %s", e)
+            orphans = []
+        self._log_orphans(orphans)
         try:
             self._add_calls(ray.get(self.prompt_actor.drain_calls.remote(), timeout=timeout))
         except (RayActorError, GetTimeoutError):
             pass
+
+    def _log_orphans(self, orphans: list) -> None:
+        """Log what a dead island incarnation had evaluated but never handed over, with its
+        descriptor cell, and give it to the island's new incarnation."""
+        by_island: dict[int, list] = {}
+        for o in orphans:
+            cand = o.candidate
+            if (cand.island_id, cand.candidate_id) in self.logged:  # the island had dropped it as a twin
+                continue
+            result = dataclasses.replace(o.result, descriptor=self._cell(cand))
+            self.evlog.append(cand, result, evaluator=o.evaluator)
+            self._note(cand, result, session=True)
+            by_island.setdefault(cand.island_id, []).append((cand, result))
+        for i, records in by_island.items():
+            self.view.say(f"island {i}: logged {len(records)} evaluation(s) its dead process had not handed over")
+            if i in self.islands:
+                self.islands[i].replay.remote(records)
+
+    def _cell(self, cand) -> tuple:
+        from actors.parts import make_island
+        key = (cand.island_id, cand.task_id)
+        if key not in self._describers:
+            self._describers[key] = make_island(island=self.s.raw.get("island") or {},
+                                                island_index=cand.island_id, task_id=cand.task_id, seed=self.s.seed)
+        return tuple(self._describers[key].describe(cand)[1])
 
     def _add_calls(self, calls: list) -> None:
         if not calls:
@@ -172,11 +208,20 @@ class Supervisor:
                 self.finished[i] = ray.get(ref)
             except RayActorError as e:
                 self.view.say(f"island {i}: actor died ({type(e).__name__}); restarting from its checkpoint")
+                self._mark_dead(i)
                 self._relaunch(i)
             except Exception as e:  # noqa: BLE001 - a bug in an island's loop: say it, go on
                 first = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
                 self.view.say(f"island {i}: its loop failed ({first}); starting it again")
                 self._relaunch(i)
+
+    def _mark_dead(self, i: int) -> None:
+        """Before the island runs again: what its dead incarnation had in flight or had
+        not handed over becomes orphans the driver logs (the dispatcher kept them)."""
+        try:
+            ray.get(self.dispatcher.mark_dead.remote(i), timeout=30)
+        except (RayActorError, GetTimeoutError) as e:
+            log.warning("island %d: its evaluations in flight could not be recovered: %s", i, e)
 
     def _relaunch(self, i: int) -> None:
         self.relaunches[i] = self.relaunches.get(i, 0) + 1
@@ -239,8 +284,16 @@ class Supervisor:
         for actor in self.islands.values():
             actor.stop.remote(reason)
         pending = [r for i, r in self.runs.items() if i not in self.finished]
+        deadline = time.monotonic() + self.s.run.stop_timeout_s
         if wait and pending:
             ray.wait(pending, num_returns=len(pending), timeout=self.s.run.stop_timeout_s)
+        while wait and time.monotonic() < deadline:  # a dead island's evaluations still running
+            try:
+                if ray.get(self.dispatcher.idle.remote(), timeout=10):
+                    break
+            except (RayActorError, GetTimeoutError):
+                break
+            time.sleep(0.1)
         self._drain_all()
         try:
             ray.get([a.checkpoint.remote() for a in self.islands.values()]

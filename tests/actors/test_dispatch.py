@@ -101,3 +101,22 @@ async def test_evaluator_errors_reach_the_submitter_and_the_worker_goes_on():
         await b.submit(1)
     assert await b.submit(2) == 2
     await b.aclose()
+
+
+async def test_every_item_settles_once_even_when_its_submitter_is_gone():
+    settled = []
+    b = Balancer(retry_delay_s=0.01, max_attempts=1,
+                 on_settle=lambda payload, value, error: settled.append((payload, value, type(error).__name__)))
+    b.add_worker("w", worker("w", 0.01, [], fail_first=1), slots=1)
+    lost = asyncio.ensure_future(b.submit(1))
+    gone = asyncio.ensure_future(b.submit(2))
+    await asyncio.sleep(0)
+    gone.cancel()  # the submitter died; its item is still evaluated and settled
+    with pytest.raises(EvaluationLost):
+        await lost
+    for _ in range(100):
+        if len(settled) == 2:
+            break
+        await asyncio.sleep(0.01)
+    assert sorted(settled) == [(1, None, "EvaluationLost"), (2, 20, "NoneType")]
+    await b.aclose()

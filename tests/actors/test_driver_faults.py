@@ -1,6 +1,6 @@
 """The driver under faults, in-process on the session's Ray: an evaluator process and an
 island actor process are SIGKILLed mid-run; the run still spends its whole budget, the
-island restarts from its checkpoint, and nothing recorded is lost or recorded twice."""
+island restarts from its checkpoint, and no evaluation is lost or recorded twice."""
 
 from __future__ import annotations
 
@@ -63,9 +63,9 @@ def test_killed_evaluator_and_island_processes(ray_session, tmp_path, capsys, mo
     assert killed, "the run ended before the kill"
     assert "island 0: actor died" in out, out[-2000:]
     records = read_evaluations(run_dir)
-    # the budget is spent at submission: the killed island's candidates in flight (at most
-    # run.in_flight_per_island = 2) were evaluated for nobody
-    assert 58 <= len(records) <= 60, out[-2000:]
+    # the budget is spent at submission, and what the killed island had in flight or had not
+    # handed over yet is recovered from the dispatcher's ledger: every submission is logged
+    assert len(records) == 60, out[-2000:]
     keys = [(r.candidate.island_id, r.candidate.candidate_id) for r in records]
     assert len(set(keys)) == len(keys)
     assert {r.evaluator for r in records} == {"evaluator-0", "evaluator-1"}
