@@ -8,7 +8,11 @@ triton.testing.do_bench does), read the host clock, record a start event on the 
 stream, run the callable, record an end event, synchronize the whole device again, read
 the host clock. The start event is queued behind the flush, so the host's launch latency
 (tens of microseconds through Python) overlaps the flush instead of being timed as
-kernel time; work that outlasts the flush still shows. The event time is the
+kernel time; work that outlasts the flush still shows. A flush of 256 MiB takes under
+0.1 ms on an H200, less than launching a kernel through a Python binding can take, so a
+GPU-side spin of `launch_cover_us` (torch.cuda._sleep, calibrated once per device) is
+queued after the flush too: the GPU stays busy while the host launches, as it does
+when `triton.testing.do_bench` queues all its runs before synchronizing. The event time is the
 measurement; the host time (which includes work on any stream, plus launch and sync
 latency) checks it. When the host median exceeds the event median by more than the
 tolerated slack, the candidate did work the events did not see (a side stream, a host
@@ -35,8 +39,9 @@ try:
     _Event = _torch.cuda.Event
     _sync = _torch.cuda.synchronize
     _elapsed = _torch.cuda.Event.elapsed_time
+    _sleep = getattr(_torch.cuda, "_sleep", None)
 except ImportError:  # pragma: no cover - torch is a dependency
-    _Event = _sync = _elapsed = None  # type: ignore[assignment]
+    _Event = _sync = _elapsed = _sleep = None  # type: ignore[assignment]
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class GpuTimingConfig:
     tf32: str = "off"  # "off" | "on" | "torch-default"
     host_slack_ms: float = 0.05  # host clock may exceed events by slack + ratio * events
     host_slack_ratio: float = 0.25
+    launch_cover_us: float = 200.0  # GPU spin queued before the start event (0: none)
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None) -> "GpuTimingConfig":
@@ -64,6 +70,8 @@ class GpuTimingConfig:
         cfg = cls(**mapping)
         if cfg.tf32 not in TF32_POLICIES:
             raise ValueError(f"tf32 must be one of {TF32_POLICIES}, got {cfg.tf32!r}")
+        if cfg.launch_cover_us < 0:
+            raise ValueError(f"launch_cover_us must be >= 0, got {cfg.launch_cover_us}")
         if cfg.min_trials < 3 or cfg.max_trials < cfg.min_trials:
             raise ValueError(f"need 3 <= min_trials <= max_trials, got {cfg.min_trials}, {cfg.max_trials}")
         return cfg
@@ -84,6 +92,7 @@ class GpuTiming:
     l2_flush_bytes: int
     tf32: dict
     host_overhead_ms: float = 0.0
+    launch_cover_cycles: int = 0
     event_ms: tuple = ()  # per trial, in trial order
     host_ms: tuple = ()
 
@@ -142,17 +151,46 @@ def _quantile(sorted_times: list[float], q: float) -> float:
 
 
 _overhead: dict = {}
+_cycles_per_us: dict = {}
 
 
-def host_overhead_ms(stream, flush=None) -> float:
-    """Median host-clock time of an empty trial (flush, event records, device syncs), cached."""
-    key = (int(stream.cuda_stream), 0 if flush is None else flush.numel())
+def sleep_cycles(us: float, device=None) -> int:
+    """GPU clock cycles of `torch.cuda._sleep` that spin about `us` microseconds (measured
+    once per device); 0 when `us` is 0 or this torch has no `_sleep`."""
+    import torch
+    sleep = _sleep
+    if us <= 0 or sleep is None:
+        return 0
+    dev = torch.cuda.current_device() if device is None else torch.device("cuda", device).index
+    if dev not in _cycles_per_us:
+        probe = 1_000_000
+        sleep(probe)  # first call: load the kernel
+        _sync()
+        start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+        start.record()
+        sleep(probe)
+        end.record()
+        _sync()
+        _cycles_per_us[dev] = probe / max(_elapsed(start, end) * 1e3, 1e-3)
+    return int(us * _cycles_per_us[dev])
+
+
+def _cover(cycles: int) -> None:
+    if cycles:
+        _sleep(cycles)
+
+
+def host_overhead_ms(stream, flush=None, cover_cycles: int = 0) -> float:
+    """Median host-clock time of an empty trial (flush, launch cover, event records,
+    device syncs), cached."""
+    key = (int(stream.cuda_stream), 0 if flush is None else flush.numel(), cover_cycles)
     if key not in _overhead:
         samples = []
         for _ in range(30):
             _sync()
             if flush is not None:
                 flush.zero_()
+            _cover(cover_cycles)
             start, end = _Event(enable_timing=True), _Event(enable_timing=True)
             h0 = time.perf_counter()
             start.record(stream)
@@ -176,6 +214,7 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
     tf32 = apply_tf32_policy(config.tf32)
     flush = l2_flush_buffer(device) if config.flush_l2 else None
     stream = torch.cuda.current_stream(device)
+    cover = sleep_cycles(config.launch_cover_us, device)
 
     _sync()
     warm = 0
@@ -197,6 +236,7 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
             _sync()
         if flush is not None:
             flush.zero_()  # queued: the start event below waits behind it on the GPU
+        _cover(cover)  # and behind this spin, while the host launches the candidate
         start, end = _Event(enable_timing=True), _Event(enable_timing=True)
         h0 = clock()
         start.record(stream)
@@ -217,7 +257,7 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
     ev = sorted(events)
     ho = sorted(hosts)
     ev_med, host_med = statistics.median(ev), statistics.median(ho)
-    overhead = host_overhead_ms(stream, flush)
+    overhead = host_overhead_ms(stream, flush, cover)
     ok = host_med - overhead <= ev_med * (1 + config.host_slack_ratio) + config.host_slack_ms
     return GpuTiming(
         median_ms=ev_med if ok else host_med, event_median_ms=ev_med, host_median_ms=host_med,
@@ -225,7 +265,7 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
         spread=(_quantile(ev, 0.9) - _quantile(ev, 0.1)) / ev_med if ev_med > 0 else 0.0,
         rel_ci=_median_ci(ev), trials=len(ev), warmup_runs=warm, host_check_ok=ok,
         l2_flush_bytes=0 if flush is None else flush.numel(), tf32=tf32,
-        host_overhead_ms=overhead, event_ms=tuple(events), host_ms=tuple(hosts))
+        host_overhead_ms=overhead, launch_cover_cycles=cover, event_ms=tuple(events), host_ms=tuple(hosts))
 
 
 def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence], *,

@@ -66,6 +66,8 @@ def test_timing_config_rejects_unknown_keys_and_bad_policy():
         ct.GpuTimingConfig.from_config({"warmup": 1})
     with pytest.raises(ValueError, match="tf32"):
         ct.GpuTimingConfig.from_config({"tf32": "maybe"})
+    with pytest.raises(ValueError, match="launch_cover_us"):
+        ct.GpuTimingConfig.from_config({"launch_cover_us": -1})
 
 
 def test_median_ci_narrows_with_agreeing_samples():

@@ -112,6 +112,31 @@ def test_cuda_timing_matches_do_bench_and_sees_side_streams():
     assert not h.host_check_ok and h.median_ms > 5 * t.median_ms
 
 
+def test_host_launch_latency_is_covered_like_do_bench():
+    """A callable that spends 80 us on the host before its kernel (a slow Python binding):
+    the GPU spin queued before the start event hides it, as do_bench's queued runs do."""
+    import time
+
+    import torch
+    import triton.testing as tt
+
+    from foundry.evaluate import cuda_timing as ct
+    x = torch.randn(1 << 24, device="cuda")
+    y = torch.empty_like(x)
+
+    def slow_launch():
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 80e-6:
+            pass
+        torch.neg(x, out=y)
+
+    ref = tt.do_bench(slow_launch, return_mode="median")
+    t = ct.time_cuda(slow_launch)
+    bare = ct.time_cuda(slow_launch, config=ct.GpuTimingConfig(launch_cover_us=0))
+    assert t.launch_cover_cycles > 0 and t.host_check_ok
+    assert abs(t.median_ms - ref) / ref < 0.05, (t.median_ms, ref, bare.median_ms)
+
+
 def test_profiler_attributes_kernels_to_the_candidate():
     import torch
 
