@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-degeneracy", action="store_true")
     args = ap.parse_args(argv)
     tasks = load_suite(path=args.path, level=args.level, profile=args.profile)
-    print(f"| task | forward ms | output | degenerate | check ms | reason |\n|" + " --- |" * 6, flush=True)
+    print("| task | forward ms | output | degenerate | check ms | reason |\n|" + " --- |" * 6, flush=True)
     total_fwd = total_check = 0.0
     bad = 0
     t_start = time.perf_counter()

@@ -17,8 +17,6 @@ import math
 import os
 import statistics
 import sys
-import time
-import types
 
 
 def _args():
@@ -38,7 +36,7 @@ def main() -> int:
     import torch
     torch.set_num_threads(a.threads)
     from foundry.tasks.suite import load_suite
-    from foundry.templates.engine import coverage, emit, reference_and_inputs
+    from foundry.templates.engine import coverage, emit
     from foundry.tuning.inprocess import InProcessMeasure
     from foundry.tuning.tuner import Tuner, TunerConfig
     from foundry.types import Candidate

@@ -309,7 +309,7 @@ def _scan(region: Region):
     cbody = ["pid = tl.program_id(0)", "nb = tl.cdiv(inner, BLOCK)", "o = (pid // nb).to(tl.int64)",
              "c = (pid % nb) * BLOCK + tl.arange(0, BLOCK)", "msk = c < inner",
              f"acc = tl.full([BLOCK], {fill}, tl.float32)"]
-    upd = ([f"x = {vc}", "e = acc", f"acc = acc + x"] if row.exclusive else
+    upd = ([f"x = {vc}", "e = acc", "acc = acc + x"] if row.exclusive else
            [f"x = {vc}", f"acc = acc {'*' if prod else '+'} x", "e = acc"])
     cbody += _loop("l", "0", "L", "1", pre_c + upd + _store(region, "f", "e", "msk"))
     src = _kernel(rn, region, rbody) + "\n\n" + _kernel(cn, region, cbody)

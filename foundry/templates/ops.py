@@ -199,14 +199,14 @@ def rowop_of(node, modules: dict, in_rank: int | None) -> RowCall | None:
     if name == "vector_norm":
         p = _arg(node, 1, "ord", 2)
         dims = _dims(_arg(node, 2, "dim"), in_rank)
-        kind = {2: "norm_l2", 2.0: "norm_l2", 1: "norm_l1", 1.0: "norm_l1"}.get(p)
+        kind = {2: "norm_l2", 1: "norm_l1"}.get(p)
         if kind is None or dims is None or node.kwargs.get("dtype") is not None:
             return None
         return RowCall("reduce", kind, x, dims, bool(_arg(node, 3, "keepdim", False)))
     if name == "norm":
         p = _arg(node, 1, "p", "fro")
         dims = _dims(_arg(node, 2, "dim"), in_rank)
-        kind = {2: "norm_l2", 2.0: "norm_l2", "fro": "norm_l2", 1: "norm_l1", 1.0: "norm_l1"}.get(p)
+        kind = {2: "norm_l2", "fro": "norm_l2", 1: "norm_l1"}.get(p)
         if kind is None or dims is None:
             return None
         return RowCall("reduce", kind, x, dims, bool(_arg(node, 3, "keepdim", False)))

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 import subprocess
 import sys
 import textwrap
 
 import pyarrow.parquet as pq
-import pytest
 
 from foundry.store import EVAL_SCHEMA, EvaluationLog, RunDir, read_evaluations
 from foundry.store.best import runnable_source
