@@ -6,7 +6,10 @@ templates know, with views (movement ops) where parameters must broadcast.
   tensors viewed as (C, 1, ...) so they broadcast along dim 1;
 - `torch.max(x, dim).values` / `.indices`: the tuple items 0 / 1;
 - F.mse_loss(a, b, reduction="none"): (a - b) * (a - b);
-- F.smooth_l1_loss / F.huber_loss (reduction="none"): branch-free with a clamp.
+- F.smooth_l1_loss / F.huber_loss (reduction="none"): branch-free with a clamp;
+- F.kl_div(x, t, reduction="none", log_target=True): exp(t) * (t - x);
+- F.cosine_similarity(a, b, dim, eps): sum(a * b) / (max(|a|, eps) * max(|b|, eps)), three
+  reductions over dim (torch divides by the norms before the sum: equal within rounding).
 """
 
 from __future__ import annotations
@@ -48,7 +51,7 @@ def decompose(gm: fx.GraphModule) -> bool:
             graph.erase_node(node)
             changed = True
             continue
-        if _robust_loss(node, graph):
+        if _robust_loss(node, graph) or _kl_div(node, graph) or _cosine_similarity(node, graph):
             changed = True
             continue
         bn = _batch_norm_args(node, modules, graph)
@@ -102,6 +105,42 @@ def _robust_loss(node, graph) -> bool:
         if huber:
             lin = graph.call_function(operator.mul, (lin, float(beta)))
         out = graph.call_function(operator.add, (sq, lin))
+    node.replace_all_uses_with(out)
+    graph.erase_node(node)
+    return True
+
+
+def _kl_div(node, graph) -> bool:
+    if node.op != "call_function" or node.target is not F.kl_div:
+        return False
+    if _arg(node, 4, "reduction", "mean") != "none" or not _arg(node, 5, "log_target", False) \
+            or _arg(node, 2, "size_average") is not None or _arg(node, 3, "reduce") is not None:
+        return False  # with a plain target torch uses xlogy (0 where t = 0): left to torch
+    x, t = node.args[0], _arg(node, 1, "target")
+    with graph.inserting_before(node):
+        out = graph.call_function(operator.mul, (graph.call_function(torch.exp, (t,)),
+                                                 graph.call_function(operator.sub, (t, x))))
+    node.replace_all_uses_with(out)
+    graph.erase_node(node)
+    return True
+
+
+def _cosine_similarity(node, graph) -> bool:
+    if node.op != "call_function" or node.target not in (F.cosine_similarity, torch.cosine_similarity):
+        return False
+    a, b = node.args[0], _arg(node, 1, "x2")
+    dim, eps = _arg(node, 2, "dim", 1), _arg(node, 3, "eps", 1e-8)
+    shapes = [getattr(v.meta.get("tensor_meta"), "shape", None) if isinstance(v, fx.Node) else None
+              for v in (a, b)]
+    if not isinstance(dim, int) or not isinstance(eps, (int, float)) or None in shapes \
+            or tuple(shapes[0]) != tuple(shapes[1]):
+        return False  # broadcasting operands: left to torch
+    with graph.inserting_before(node):
+        def norm(v):
+            n = graph.call_function(torch.linalg.vector_norm, (v, 2, dim))
+            return graph.call_function(torch.clamp, (n,), {"min": float(eps)})
+        dot = graph.call_function(torch.sum, (graph.call_function(operator.mul, (a, b)),), {"dim": dim})
+        out = graph.call_function(operator.truediv, (dot, graph.call_function(operator.mul, (norm(a), norm(b)))))
     node.replace_all_uses_with(out)
     graph.erase_node(node)
     return True

@@ -77,3 +77,11 @@ CASES += [
     ("huber_rows", "return F.huber_loss(xs[0], xs[1], reduction='none', delta=0.7).sum(dim=1)", "pass", "[]",
      "[torch.randn(4, 33), torch.randn(4, 33)]"),
 ]
+CASES += [
+    ("kl_div_log_target", "return F.kl_div(F.log_softmax(xs[0], dim=1), F.log_softmax(xs[1], dim=1),"
+     " reduction='none', log_target=True).sum(dim=1)", "pass", "[]", "[torch.randn(4, 33), torch.randn(4, 33)]"),
+    ("cosine_rows", "return 1.0 - F.cosine_similarity(xs[0], xs[1], dim=1, eps=1e-6)", "pass", "[]",
+     "[torch.randn(4, 33), torch.randn(4, 33)]"),
+    ("cosine_mid_with_zero_rows", "return F.cosine_similarity(xs[0], xs[1], dim=1)", "pass", "[]",
+     "[torch.cat([torch.zeros(1, 10, 7), torch.randn(2, 10, 7)]), torch.randn(3, 10, 7)]"),
+]

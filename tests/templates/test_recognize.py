@@ -178,3 +178,17 @@ def test_a_value_used_twice_inside_the_chain_stays_one_region():
     d = describe(M(), [torch.randn(3, 8), torch.randn(3, 8)])
     (r,) = d.regions
     assert r.row.kind == "mean" and len(r.pre.body) >= 5
+
+
+@pytest.mark.parametrize("body,why", [
+    (lambda a, b: F.kl_div(a, b.abs(), reduction="none"), "kl_div would stay a torch op"),
+    (lambda a, b: F.cosine_similarity(torch.relu(a), b[:1], dim=1), "cosine_similarity would stay a torch op"),
+])
+def test_losses_left_to_torch_where_the_rewrite_would_change_the_answer(body, why):
+    """kl_div with a plain target (torch's xlogy makes 0 log 0 = 0) and cosine similarity of
+    broadcasting operands are not rewritten."""
+    class M(nn.Module):
+        def forward(self, a, b):
+            return body(a, b)
+    with pytest.raises(NotCovered, match=why):
+        describe(M(), [torch.randn(3, 8), torch.randn(3, 8)])
