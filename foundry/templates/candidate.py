@@ -2,7 +2,7 @@
 
 `ModelNew` subclasses the task's own `Model` (embedded as `_ReferenceModel`), so its
 constructor signature, submodules and same-seed parameters are the reference's; only
-`forward` is replaced: torch calls stay (matmul, convolution, pooling, views) and every
+`forward` is replaced: torch calls stay (matmul, convolution, views) and every
 fused region runs as one kernel of the chosen backend.
 """
 

@@ -134,7 +134,7 @@ def emit_region_c(region: Region) -> str:
         return _kernel(region, [(None, "Rp * ((Kp + @BLOCK@ - 1) / @BLOCK@)", _pointwise_body(region))])
     fam = region.row.family
     make = {"reduce": _reduce_paths, "softmax": _softmax_paths, "norm": _norm_paths,
-            "scan": _scan_paths}.get(fam)
+            "scan": _scan_paths, "pool": _pool_paths}.get(fam)
     if make is None:
         raise ValueError(f"no C template for row family {fam!r}")
     return _kernel(region, make(region))
@@ -354,3 +354,56 @@ def fill(src: str, params: dict) -> str:
                .replace("@IBLOCK@", str(int(params.get("IBLOCK", 64))))
                .replace("@SIMD@", f"simdlen({simd})" if simd else "")
                .replace("@SCHED@", str(params.get("SCHED", "static"))))
+
+
+_POOL_CHUNK = 256  # outputs of one row accumulated together (a stack buffer)
+
+
+def _pool_paths(region: Region) -> list:
+    """2-D pooling: one task per output row (n*c, oh). Outputs are accumulated in chunks
+    of a row: for each window offset (a, b) a SIMD loop over the outputs whose element is
+    inside the input (the range is clipped once, no per-element bounds tests), then the
+    post chain on each pooled value. The pre chain runs on every window element read.
+    Max propagates NaN as torch does."""
+    kh, kw, sh, sw, ph, pw, include_pad = region.row.window
+    is_max = region.row.kind == "max"
+    split = region.pre.split
+    if split in (0, 2):  # rows of the pre phase are whole images (n, c) or all of it: per-channel
+        # operands are read once per task, elements by (r, j) without divisions
+        hoisted, lines, v = phase_code(region.pre, "p", "rj")
+        first = ["const int64_t r = " + ("nc" if split == 2 else "0") + ";", "const int64_t rK = r * Kp;",
+                 "(void)rK;", *hoisted]
+        pre = [f"const int64_t j = rowbase - rK + ow * {sw} - {pw} + b;", *lines]
+    else:
+        first = []
+        pre, v = _pre_at(region, f"rowbase + ow * {sw} - {pw} + b")
+    step = (f"acc[ow - c0] = ({v} > acc[ow - c0] || {v} != {v}) ? {v} : acc[ow - c0];" if is_max
+            else f"acc[ow - c0] += {v};")
+    offsets = [f"for (int64_t b = 0; b < {kw}; b++) {{",
+               f"    const int64_t lo0 = {pw} - b > 0 ? ({pw} - b + {sw - 1}) / {sw} : 0;",
+               f"    const int64_t num = W - 1 + {pw} - b;",
+               f"    const int64_t hi0 = num < 0 ? 0 : num / {sw} + 1;",
+               "    const int64_t lo = lo0 > c0 ? lo0 : c0, hi = hi0 < c1 ? hi0 : c1;",
+               "    #pragma omp simd", "    for (int64_t ow = lo; ow < hi; ow++) {",
+               *["        " + x for x in pre + [step]], "    }", "}"]
+    window = ["for (int64_t a = a0; a < a1; a++) {",
+              "    const int64_t rowbase = (nc * H + h0 + a) * W;", *["    " + x for x in offsets], "}"]
+    if is_max:
+        value = "acc[ow - c0]"
+    elif include_pad:
+        value = f"acc[ow - c0] * {1.0 / (kh * kw)!r}f"
+    else:
+        value = "acc[ow - c0] / (float)((a1 - a0) * (b1 - b0))"
+    finish = [f"const int64_t w0 = ow * {sw} - {pw};", "const int64_t b0 = w0 < 0 ? -w0 : 0;",
+              f"const int64_t b1 = W - w0 < {kw} ? W - w0 : {kw};", "(void)b0; (void)b1;",
+              *_post_write(region, "t * OW + ow", value)]
+    body = ["const int64_t nc = t / OH, oh = t % OH;", *first, f"const int64_t h0 = oh * {sh} - {ph};",
+            "const int64_t a0 = h0 < 0 ? -h0 : 0;", f"const int64_t a1 = H - h0 < {kh} ? H - h0 : {kh};",
+            f"float acc[{_POOL_CHUNK}];",
+            f"for (int64_t c0 = 0; c0 < OW; c0 += {_POOL_CHUNK}) {{",
+            *["    " + x for x in [
+                f"const int64_t c1 = c0 + {_POOL_CHUNK} < OW ? c0 + {_POOL_CHUNK} : OW;",
+                f"for (int64_t i = 0; i < c1 - c0; i++) acc[i] = {'-INFINITY' if is_max else '0.f'};",
+                *window, "for (int64_t ow = c0; ow < c1; ow++) {", *["    " + x for x in finish], "}"]],
+            "}"]
+    return [(None, "outer * OH", body)]

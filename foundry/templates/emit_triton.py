@@ -5,7 +5,7 @@ per row with BLOCK-wide accumulators when rows are contiguous; one program per B
 columns, walking the reduced dim, when they are not, so loads stay coalesced), softmax
 and norms (split-row: a stats kernel per (row, chunk) and an apply kernel that merges
 the chunk statistics, so few long rows still fill the GPU), scans (chunked tl.cumsum
-with a carry).
+with a carry), 2-D pooling (BLOCK outputs per program, the window unrolled).
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def emit_region_triton(region: Region) -> tuple[str, list]:
     if region.row is None:
         return _pointwise(region)
     fam = region.row.family
-    make = {"reduce": _reduce, "softmax": _softmax, "norm": _norm, "scan": _scan}.get(fam)
+    make = {"reduce": _reduce, "softmax": _softmax, "norm": _norm, "scan": _scan, "pool": _pool}.get(fam)
     if make is None:
         raise ValueError(f"no Triton template for row family {fam!r}")
     return make(region)
@@ -316,3 +316,27 @@ def _scan(region: Region):
     launch = ["B = int(self.params['BLOCK'])", "if inner == 1:", "    " + _call(rn, region, "outer"),
               "else:", "    " + _call(cn, region, "outer * triton.cdiv(inner, B)")]
     return src, launch
+
+
+def _pool(region: Region):
+    kh, kw, sh, sw, ph, pw, include_pad = region.row.window
+    is_max = region.row.kind == "max"
+    name = f"{region.name}_pool"
+    init = 'float("-inf")' if is_max else "0.0"
+    pre, v = _pre(region, "(nc * H + ih) * W + iw", "ok")
+    if is_max:
+        step = [f"acc = tl.where(ok & (({v} > acc) | ({v} != {v})), {v}, acc)"]
+    else:
+        step = [f"acc += tl.where(ok, {v}, 0.0)", "cnt += ok.to(tl.float32)"]
+    window = ["ih = h0 + a", *_loop("b", "0", str(kw), "1", [
+        "iw = w0 + b", "ok = m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)", *pre, *step])]
+    body = ["o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "m = o < outer * OH * OW",
+            "ow = o % OW", "oh = (o // OW) % OH", "nc = o // (OH * OW)",
+            f"h0 = oh * {sh} - {ph}", f"w0 = ow * {sw} - {pw}",
+            f"acc = tl.full([BLOCK], {init}, tl.float32)",
+            "cnt = tl.zeros([BLOCK], dtype=tl.float32)",
+            *_loop("a", "0", str(kh), "1", window)]
+    value = "acc" if is_max else (f"acc / {float(kh * kw)!r}" if include_pad else "acc / cnt")
+    body += _store(region, "o", value, "m")
+    launch = ["B = int(self.params['BLOCK'])", _call(name, region, "triton.cdiv(outer * OH * OW, B)")]
+    return _kernel(name, region, body), launch

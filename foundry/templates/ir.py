@@ -2,9 +2,9 @@
 
 A task's forward is read into a graph; runs of fusable nodes become `Region`s. A region
 is one kernel: a pointwise `pre` phase on the input shape, an optional `RowOp`
-(reduction, softmax, norm or scan over a contiguous range of dims), and a pointwise
-`post` phase on the row op's output shape. Everything else (matmul, convolution,
-pooling, views) stays a torch call in the candidate's forward. Emitters for each backend
+(reduction, softmax, norm or scan over a contiguous range of dims, or 2-D pooling), and
+a pointwise `post` phase on the row op's output shape. Everything else (matmul,
+convolution, views) stays a torch call in the candidate's forward. Emitters for each backend
 turn a region into kernel source; each op is written once per backend.
 """
 
@@ -86,7 +86,8 @@ class RowOp:
 
     family: "reduce" (kind: sum mean max min argmax argmin logsumexp prod norm_l1
     norm_l2), "softmax" (softmax, log_softmax), "norm" (layer rms group instance),
-    "scan" (cumsum cumprod; `reverse`, `exclusive`).
+    "scan" (cumsum cumprod; `reverse`, `exclusive`), "pool" (max avg: a 2-D window over
+    dims 2 and 3 of an NCHW input; `window` = (KH, KW, SH, SW, PH, PW, count_include_pad)).
     `weight`/`bias`: forward variable names of affine parameters (norms); for "layer" and
     "rms" indexed by the position within the row, for "group"/"instance" by channel.
     """
@@ -103,6 +104,7 @@ class RowOp:
     weight: str | None = None
     bias: str | None = None
     out_dtype: str = FLOAT
+    window: tuple = ()
 
     @property
     def reduces(self) -> bool:

@@ -19,6 +19,8 @@ def phase_ints(region: Region) -> list[str]:
             ints += ["Cg", "HW"]
         if region.row.kind == "instance":
             ints += ["C"]
+        if region.row.family == "pool":
+            ints += ["H", "W", "OH", "OW"]
     if region.post is not None:
         ints += ["Kq"] + [f"Mq{k}" for k, o in enumerate(region.post.operands)
                           if o.layout in ("row", "rowcol")]
@@ -45,7 +47,11 @@ def size_lines(region: Region, args: list[str]) -> list[str]:
             lines += [f"Cg = S[1] // {g}", "HW = _prod(S[2:])", f"outer = S[0] * {g}", "L = Cg * HW"]
         if row.kind == "instance":
             lines += ["C = S[1]"]
-        if row.reduces:
+        if row.family == "pool":
+            kh, kw, sh, sw, ph, pw, _ = row.window
+            lines += ["H, W = S[2], S[3]", f"OH = (H + {2 * ph} - {kh}) // {sh} + 1",
+                      f"OW = (W + {2 * pw} - {kw}) // {sw} + 1", "out_shape = S[:2] + (OH, OW)"]
+        elif row.reduces:
             if row.keepdim:
                 lines.append(f"out_shape = S[:{a}] + (1,) * {b - a} + S[{b}:]")
             else:

@@ -157,6 +157,7 @@ class RowCall:
     weight: str | None = None  # module attribute path of the affine weight
     bias: str | None = None
     tuple_index: int | None = None  # for torch.max(x, dim): which output the user takes
+    window: tuple = ()  # pooling: (KH, KW, SH, SW, PH, PW, count_include_pad)
 
 
 _REDUCE_FUNCS = _fns(("sum", [torch.sum]), ("mean", [torch.mean]), ("amax", [torch.amax]),
@@ -181,10 +182,65 @@ def _dims(d, rank):
     return tuple(sorted(v % rank for v in d))
 
 
+def _pair(v):
+    if isinstance(v, int) and not isinstance(v, bool):
+        return (v, v)
+    if isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v):
+        return tuple(v)
+    if isinstance(v, (tuple, list)) and len(v) == 1 and isinstance(v[0], int):
+        return (v[0], v[0])
+    return None
+
+
+def _pool_call(kind, x, kernel, stride, padding, *, dilation=1, ceil_mode=False, extra_ok=True,
+               count_include_pad=True, rank=None) -> RowCall | None:
+    """A 2-D max/avg pooling over an NCHW input (dilation 1, floor mode) as a row op."""
+    k, s, p = _pair(kernel), _pair(kernel if stride in (None, [], ()) else stride), _pair(padding)
+    if rank != 4 or None in (k, s, p) or _pair(dilation) != (1, 1) or ceil_mode or not extra_ok:
+        return None
+    if min(k) < 1 or min(s) < 1 or p[0] * 2 > k[0] or p[1] * 2 > k[1]:
+        return None
+    window = (k[0], k[1], s[0], s[1], p[0], p[1], bool(count_include_pad))
+    return RowCall("pool", kind, x, (2, 3), True, window=window)
+
+
+_POOL_FUNCS = {F.max_pool2d: "max", F.avg_pool2d: "avg", torch._C._nn.avg_pool2d: "avg"}
+
+
+def _pool_of(node, mod, rank) -> RowCall | None:
+    if node.op == "call_module":
+        x = node.args[0] if node.args else None
+        if isinstance(mod, nn.MaxPool2d):
+            return _pool_call("max", x, mod.kernel_size, mod.stride, mod.padding, dilation=mod.dilation,
+                              ceil_mode=mod.ceil_mode, extra_ok=not mod.return_indices, rank=rank)
+        if isinstance(mod, nn.AvgPool2d):
+            return _pool_call("avg", x, mod.kernel_size, mod.stride, mod.padding, ceil_mode=mod.ceil_mode,
+                              count_include_pad=mod.count_include_pad, extra_ok=mod.divisor_override is None,
+                              rank=rank)
+        return None
+    kind = _POOL_FUNCS.get(node.target) if node.op == "call_function" else None
+    if kind is None:
+        return None
+    x = node.args[0] if node.args else node.kwargs.get("input")
+    kernel = _arg(node, 1, "kernel_size")
+    stride = _arg(node, 2, "stride", None)
+    padding = _arg(node, 3, "padding", 0)
+    if kind == "max":
+        return _pool_call("max", x, kernel, stride, padding, dilation=_arg(node, 4, "dilation", 1),
+                          ceil_mode=_arg(node, 5, "ceil_mode", False),
+                          extra_ok=not _arg(node, 6, "return_indices", False), rank=rank)
+    return _pool_call("avg", x, kernel, stride, padding, ceil_mode=_arg(node, 4, "ceil_mode", False),
+                      count_include_pad=_arg(node, 5, "count_include_pad", True),
+                      extra_ok=_arg(node, 6, "divisor_override", None) is None, rank=rank)
+
+
 def rowop_of(node, modules: dict, in_rank: int | None) -> RowCall | None:
-    """The row op a node computes (reduction, softmax, norm, scan), or None."""
+    """The row op a node computes (reduction, softmax, norm, scan, 2-D pooling), or None."""
     if in_rank is None:
         return None
+    pool = _pool_of(node, modules.get(node.target) if node.op == "call_module" else None, in_rank)
+    if pool is not None:
+        return pool
     if node.op == "call_module":
         return _module_rowop(node, modules.get(node.target), in_rank)
     if node.op == "call_function":

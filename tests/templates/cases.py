@@ -85,3 +85,15 @@ CASES += [
     ("cosine_mid_with_zero_rows", "return F.cosine_similarity(xs[0], xs[1], dim=1)", "pass", "[]",
      "[torch.cat([torch.zeros(1, 10, 7), torch.randn(2, 10, 7)]), torch.randn(3, 10, 7)]"),
 ]
+X5 = "[torch.randn(2, 3, 9, 11)]"
+CASES += [
+    ("maxpool_module", "return self.p(xs[0])", "self.p = nn.MaxPool2d(2)", "[]", X5),
+    ("maxpool_pad_stride", "return torch.tanh(F.max_pool2d(torch.relu(xs[0]) - 0.5, 3, stride=2, padding=1))",
+     "pass", "[]", X5),
+    ("maxpool_rect_channel_bias", "return F.max_pool2d(xs[0] + self.b, (2, 3), stride=(1, 2)) * 2.0",
+     "self.b = nn.Parameter(torch.randn(3, 1, 1))", "[]", X5),
+    ("avgpool_module_pad", "return self.p(xs[0])", "self.p = nn.AvgPool2d(3, stride=2, padding=1)", "[]", X5),
+    ("avgpool_no_pad_count", "return F.avg_pool2d(torch.sigmoid(xs[0]), 3, 1, 1, count_include_pad=False) + 1.0",
+     "pass", "[]", X5),
+    ("maxpool_nan", "return F.max_pool2d(torch.log(xs[0]), 2)", "pass", "[]", X5),
+]

@@ -57,4 +57,4 @@ def run_candidate(task, *, backend: str, params: dict | None = None, **emit_kw):
 def assert_close(ref, got, atol=1e-4, rtol=1e-4):
     assert got.shape == ref.shape, (got.shape, ref.shape)
     assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
-    torch.testing.assert_close(got, ref, atol=atol, rtol=rtol)
+    torch.testing.assert_close(got, ref, atol=atol, rtol=rtol, equal_nan=True)

@@ -109,7 +109,9 @@ def test_intermediate_used_outside_splits_the_region():
 
 @pytest.mark.parametrize("model,inputs,why", [
     (nn.Linear(4, 4), [torch.randn(2, 4)], "no fusable"),
-    (nn.MaxPool2d(2), [torch.randn(1, 1, 4, 4)], "no fusable"),
+    (nn.MaxPool2d(2, ceil_mode=True), [torch.randn(1, 1, 5, 5)], "no fusable"),
+    (nn.MaxPool2d(2, dilation=2), [torch.randn(1, 1, 6, 6)], "no fusable"),
+    (nn.AvgPool2d(2, divisor_override=3), [torch.randn(1, 1, 4, 4)], "no fusable"),
 ])
 def test_not_covered(model, inputs, why):
     with pytest.raises(NotCovered, match=why):
@@ -138,7 +140,7 @@ def test_layouts_and_split():
 
 
 @pytest.mark.parametrize("body,why", [
-    (lambda x: F.max_pool2d(torch.relu(x), 2), "max_pool2d would stay a torch op"),
+    (lambda x: F.max_pool2d(torch.relu(x), 2, ceil_mode=True), "max_pool2d would stay a torch op"),
     (lambda x: torch.sort(torch.relu(x), dim=-1)[0], "sort would stay a torch op"),
 ])
 def test_leftover_compute_is_not_covered(body, why):
