@@ -20,7 +20,8 @@ def judge():
         yield ev
 
 
-@pytest.mark.parametrize("name,backend", [("softmax_rows", "c"), ("cumsum_reverse", "c"), ("sum_dim1", "triton")])
+@pytest.mark.parametrize("name,backend", [("softmax_rows", "c"), ("cumsum_reverse", "c"), ("sum_dim1", "triton"),
+                                          ("conv_relu_avgpool", "c"), ("conv_relu_avgpool", "triton")])
 def test_template_candidate_passes_every_guard(judge, name, backend):
     task = load_task(TASKS / f"{name}.py", profile="small")
     cand = Candidate.make(task_id=task.task_id, source=emit(task, backend=backend), backend=backend,
