@@ -190,6 +190,18 @@ class EvalResult(_Row):
         return float(min(self.stage, int(Stage.VALUE)))
 
 
+@dataclass(frozen=True)
+class ScreenedPoint:
+    """One TUNABLE setting as the judge's screening saw it: built, run once on fresh
+    inputs and compared, and timed with the judge's protocol. Advisory: it only picks
+    which settings get a full evaluation."""
+
+    params: dict
+    ok: bool
+    runtime_ms: float | None = None
+    error: str = ""
+
+
 MODES = ("translate", "optimize", "repair")
 
 

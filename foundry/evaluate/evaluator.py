@@ -1,23 +1,35 @@
-"""The Evaluator: judges one candidate against one task (see the package docstring)."""
+"""The Evaluator: judges one candidate against one task (see the package docstring).
+
+One evaluation, as named steps (each timed into `metrics["phases"]`, see phases.py):
+admit (backend, device, static checks) -> run the candidate's job in the sandbox ->
+triage (build or runtime failure) -> reference outputs -> judge outputs (comparison,
+guards, degeneracy) -> check timing (timed outputs, clocks) -> score (baselines, recheck).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import os
 import re
 import secrets
 import time
-from typing import Any
+from typing import Any, Sequence
 
 from foundry.evaluate import isolation, protocol
-from foundry.evaluate.backends import get_backend
+from foundry.evaluate.backends import BackendSpec, get_backend
 from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_key
 from foundry.evaluate.compare import compare
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.degeneracy import Degeneracy, external_check, minimal_check
 from foundry.evaluate.device import get_device
+from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
+from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, timing_spec,
+                                       trials_for, variants_for)
+from foundry.evaluate.phases import PhaseTimes, worker_phases
 from foundry.evaluate.reference import ReferenceRunner, output_dtype
 from foundry.evaluate.sandbox import JobOutcome, WarmWorker, run_job
+from foundry.evaluate.screening import ScreenCollector
 from foundry.evaluate.secrets import Scrubber, clean_env, truncate
 from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.timing_report import analyze
@@ -25,9 +37,8 @@ from foundry.evaluate.trial_inputs import small_sizes, tensor_bytes
 from foundry.evaluate.verdict import (Findings, check_consistency, check_probes, check_trials, decode,
                                       torch_compute_violation)
 from foundry.tasks.inputs import InputSpec, trial_plan
-from foundry.types import Candidate, EvalResult, Stage, Task
+from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task
 
-TIMING_SETS = 3
 _ALLOC_FAILED = re.compile(r"can't allocate memory|MemoryError|Cannot allocate memory|std::bad_alloc")
 BASELINE_SEED = 20240601
 
@@ -72,13 +83,354 @@ class Evaluator:
     def evaluate(self, *, task: Task, candidate: Candidate) -> EvalResult:
         """Judge `candidate` on `task`. Never raises for a bad candidate."""
         t0 = time.monotonic()
+        phases = PhaseTimes()
         try:
-            return self._evaluate(task, candidate, t0)
+            result = self._evaluate(task, candidate, t0, phases)
         except Exception as e:  # noqa: BLE001 - a judge failure still yields a (failed) result
-            return self._result(task, candidate, t0, Stage.RUNTIME, flags=("evaluator_error",),
-                                error=f"evaluator error: {type(e).__name__}: {e}")
-        finally:
+            result = self._result(task, candidate, t0, Stage.RUNTIME, flags=("evaluator_error",),
+                                  error=f"evaluator error: {type(e).__name__}: {e}")
+        with phases.measure("release"):
             self._release_device_memory()
+        return dataclasses.replace(result, eval_s=time.monotonic() - t0,
+                                   metrics={**result.metrics, "phases": phases.as_dict()})
+
+    def screen(self, *, task: Task, candidate: Candidate, points: Sequence[dict]) -> tuple[ScreenedPoint, ...]:
+        """Build, check once and time every setting in `points` of `candidate`'s TUNABLE
+        in one sandbox job; one advisory `ScreenedPoint` per point, in order. Only a full
+        `evaluate` of a chosen setting is a verdict."""
+        points = tuple(dict(p) for p in points)
+        if not points:
+            return ()
+        backend, static, failed = self._admit(task, candidate, time.monotonic(), PhaseTimes())
+        if failed is not None or static.flags:
+            why = failed.error if failed is not None else "; ".join(static.reasons.values())
+            return tuple(ScreenedPoint(p, False, None, why) for p in points)
+        cfg = self.config
+        ref_ops = self._task_setup(task)
+        base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
+        trial = trial_plan(1, base)[0]
+        trials = (TrialSpec(trial.seed, trial.distribution, 0),)
+        job = Job(kind="screen", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
+                  variants=({},), init_seed=init_seed_for(base), trials=trials,
+                  timing=dataclasses.replace(self._timing(trials, backend), sets=(0,)),
+                  candidate=self._candidate_spec(candidate, backend), points=points)
+        reference = self._reference_outputs(task, job, [0])[0]
+        collector = ScreenCollector(points=points, reference=reference, atol=self._tolerance(task)[0],
+                                    rtol=self._tolerance(task)[1], reference_ops=ref_ops,
+                                    launch_key=backend.launch_key, allow_torch_ops=cfg.allow_torch_ops)
+        self._worker.ensure_preloaded(backend.preload)
+        deadline = cfg.timeout_s * max(1.0, len(points) / 2)
+        out = self._run(job, deadline_s=deadline, task=task, on_message=collector.on_message)
+        del reference
+        self._release_device_memory()
+        job_error = "" if out.of_kind("done") else self._clean(out.exit_text())
+        errors = out.of_kind("error")
+        if errors:
+            job_error = self._clean(str(errors[0].header.get("error", "")))
+        return collector.results(job_error=job_error)
+
+    def baselines(self, *, task: Task) -> tuple[float | None, float | None]:
+        """(eager_ms, compile_ms) of the task's reference, cached on disk."""
+        b = self._baseline(task)
+        return b.eager_ms, b.compile_ms
+
+    def close(self) -> None:
+        self._worker.close()
+
+    def __enter__(self) -> "Evaluator":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # ---------------------------------------------------------------- the evaluation, step by step
+    def _evaluate(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes) -> EvalResult:
+        backend, static, failed = self._admit(task, cand, t0, phases)
+        if failed is not None:
+            return failed
+        f = Findings()
+        for name in static.flags:
+            f.flag(name, f"static check: {static.reasons[name]}")
+        ref_ops = self._task_setup(task, phases)
+        job = self._candidate_job(task, cand, backend)
+        out = self._run(job, deadline_s=self.config.timeout_s, stop_early=bool(f.flags),
+                        reference_ops=ref_ops, task=task)
+        phases.merge(worker_phases(out, ended_at=time.monotonic()))
+        # the worker is dead now: only from here on do reference outputs exist
+        common = {"compile_s": _compile_seconds(out), "metrics": {"worker_wall_s": out.wall_s}}
+        failed = self._triage(task, cand, t0, job, out, f, common)
+        if failed is not None:
+            return failed
+        with phases.measure("references"):
+            references = self._reference_outputs(task, job, range(len(job.trials)))
+        atol, rtol = self._tolerance(task)
+        with phases.measure("degeneracy"):
+            degenerate = self._check_degenerate(task, [references[i] for i in job.main_trials])
+        if degenerate.degenerate:
+            f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
+        with phases.measure("compare"):
+            self._judge_outputs(f, out, job, references, backend, ref_ops, atol=atol, rtol=rtol)
+        metrics = self._metrics(out, job, references)
+        runtime = spread = None
+        if f.stage == Stage.CORRECT and not f.flags:
+            timing_msgs = out.of_kind("timing")
+            if not timing_msgs:
+                f.lower(Stage.RUNTIME, "the worker ended before its timed runs finished: " + out.exit_text())
+            else:
+                with phases.measure("timed_output_check"):
+                    runtime, spread = self._check_timing(f, out, timing_msgs[0], references, job, metrics,
+                                                         atol=atol, rtol=rtol, task=task)
+        del references
+        result_kw: dict = {"max_abs_err": f.max_abs_err, "max_rel_err": f.max_rel_err,
+                           "compile_s": common["compile_s"]}
+        if f.stage == Stage.CORRECT and not f.flags and runtime:
+            runtime, spread = self._score(task, cand, backend, f, runtime, spread, metrics, result_kw, phases)
+        result_kw.update(runtime_ms=runtime, runtime_spread=spread, metrics=metrics)
+        return self._result(task, cand, t0, f.stage, flags=f.flags, error="\n".join(f.errors), **result_kw)
+
+    def _admit(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes) -> tuple:
+        """(backend, static check result, None) when the candidate may run here; else
+        (None, None, its failed result)."""
+        cfg = self.config
+        if not cand.source.strip():
+            return None, None, self._result(task, cand, t0, Stage.SYNTAX,
+                                            error=cand.note or "the candidate has no source")
+        try:
+            backend = get_backend(cand.backend)
+        except ValueError as e:
+            return None, None, self._result(task, cand, t0, Stage.SYNTAX, error=str(e))
+        devices = ("cpu", "cuda") if backend.name == "triton" else (backend.device,)
+        if cfg.device not in devices:
+            return None, None, self._result(task, cand, t0, Stage.COMPILE,
+                                            error=f"backend {backend.name!r} runs on {backend.device}, "
+                                                  f"this evaluator on {cfg.device}")
+        with phases.measure("static_checks"):
+            static = check_source(cand.source, backend=backend, allow_torch_ops=cfg.allow_torch_ops,
+                                  allow_precision_drop=cfg.allow_precision_drop, task_source=task.source,
+                                  device_patterns=self.device.static_patterns())
+        if static.syntax_error:
+            return None, None, self._result(task, cand, t0, Stage.SYNTAX, error=static.syntax_error)
+        if "no_model_new" in static.flags:
+            return None, None, self._result(task, cand, t0, Stage.COMPILE,
+                                            error="the candidate defines no class ModelNew")
+        return backend, static, None
+
+    def _triage(self, task: Task, cand: Candidate, t0: float, job: Job, out: JobOutcome, f: Findings,
+                common: dict) -> EvalResult | None:
+        """The result of a job that failed before all its trials were reported (the task
+        itself, the build, or a trial), else None."""
+        cfg = self.config
+        errors = out.of_kind("error")
+        if errors and errors[0].header.get("stage") == "task":
+            return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",),
+                                error="the task failed in the worker:\n" + str(errors[0].header.get("error")),
+                                **common)
+        compiled = out.of_kind("compiled")
+        trials = {m.header.get("index") for m in out.of_kind("trial")}
+        if compiled and len(trials) >= len(job.trials):
+            return None
+        stage = Stage.COMPILE if not compiled else Stage.RUNTIME
+        if errors:
+            text = str(errors[0].header.get("error", ""))[-6000:]
+        else:
+            text = out.protocol_error or out.exit_text()
+            if out.protocol_error:
+                f.flag("protocol_violation", out.protocol_error)
+        if not out.memory_exceeded and _ALLOC_FAILED.search(text):
+            text += (f"\n(the worker's host-memory cap of {out.memory_cap_mb:.0f} MB: EvalConfig.memory_mb="
+                     f"{cfg.memory_mb}, raised for large tasks)")
+        log = out.log.strip()
+        if log:
+            text += "\n--- worker output (tail) ---\n" + log[-2000:]
+        f.errors.insert(0, text)
+        return self._result(task, cand, t0, stage, flags=f.flags, error="\n".join(f.errors), **common)
+
+    def _judge_outputs(self, f: Findings, out: JobOutcome, job: Job, references: dict, backend: BackendSpec,
+                       ref_ops: frozenset, *, atol: float, rtol: float) -> None:
+        """Every trial's output against its reference, then the repeat, the probes and
+        the protocol: guard flags and the stage go into `f`."""
+        trials = {m.header.get("index"): m for m in out.of_kind("trial")}
+        check_trials(f, trials, references, job.trials, atol=atol, rtol=rtol, launch_key=backend.launch_key,
+                     allow_torch_ops=self.config.allow_torch_ops, reference_ops=ref_ops)
+        repeat = out.of_kind("repeat")
+        try:
+            rep = decode(repeat[0]) if repeat else None
+        except protocol.ProtocolError as e:
+            f.flag("protocol_violation", str(e))
+            rep = None
+        check_consistency(f, references, rep, job.main_trials, atol=atol, rtol=rtol)
+        check_probes(f, out.probes)
+        if out.protocol_error:
+            f.flag("protocol_violation", out.protocol_error)
+
+    def _score(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
+               spread: float | None, metrics: dict, result_kw: dict, phases: PhaseTimes):
+        """Speedups against the task's baselines; a suspiciously large one is measured
+        again. Fills `result_kw`; returns the (possibly slower) runtime and spread."""
+        b = self._baseline(task, phases)
+        speedup = b.eager_ms / runtime if b.eager_ms else None
+        if speedup and speedup > self.config.speedup_recheck_threshold:
+            with phases.measure("recheck"):
+                runtime, spread = self._recheck(task, cand, backend, f, runtime, spread, metrics)
+            speedup = b.eager_ms / runtime if runtime else None
+        if f.stage == Stage.CORRECT and not f.flags:
+            result_kw.update(eager_ms=b.eager_ms, compile_ms=b.compile_ms, speedup_eager=speedup,
+                             speedup_compile=(b.compile_ms / runtime) if b.compile_ms and runtime else None)
+        return runtime, spread
+
+    def _check_timing(self, f: Findings, out: JobOutcome, msg, references: dict, job: Job, metrics: dict, *,
+                      atol: float, rtol: float, task: Task):
+        starts = out.of_kind("timing_start")
+        ends = out.of_kind("timing_end")
+        verdict = analyze(msg.header, started_at=starts[0].at if starts else None,
+                          ended_at=ends[0].at if ends else msg.at)
+        if isinstance(msg.header.get("gpu"), dict):
+            metrics["gpu_timing"] = {k: v for k, v in msg.header["gpu"].items()
+                                     if isinstance(v, (int, float, str, bool, dict))}
+        metrics.update(verdict.metrics)
+        for name in verdict.flags:
+            f.flag(name, verdict.reason)
+        try:
+            last = decode(msg)
+        except protocol.ProtocolError as e:
+            f.flag("protocol_violation", str(e))
+            return None, None
+        sets = job.timing.sets
+        if not isinstance(last, list) or len(last) != len(sets):
+            f.flag("timed_output_mismatch", "the timed runs' outputs are missing")
+            return verdict.runtime_ms, verdict.spread
+        changes = msg.header.get("last_input_changes")
+        if not (isinstance(changes, list) and len(changes) == len(sets)
+                and all(type(n) is int and n >= 0 for n in changes)):
+            changes = [0] * len(sets)
+        for k, i in enumerate(sets):
+            # inputs scaled to 1/2 (odd changes) or 1/4 (even) before the last block
+            ref = references[i] if not changes[k] else self._reference_outputs(
+                task, job, [i], scale=0.5 if changes[k] % 2 else 0.25)[i]
+            c = compare(ref, last[k], atol=atol, rtol=rtol)
+            if not c.ok:
+                f.flag("timed_output_mismatch", f"output of a timed run on trial {i}'s inputs: {c.message}")
+                break
+        return verdict.runtime_ms, verdict.spread
+
+    def _recheck(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
+                 spread: float | None, metrics: dict):
+        """A suspiciously large speedup: judge again in a fresh worker on new inputs and keep
+        the slower time."""
+        cfg = self.config
+        metrics["speedup_rechecked"] = True
+        ref_ops = self._task_setup(task)
+        job = self._candidate_job(task, cand, backend, base=secrets.randbits(48))
+        out = self._run(job, deadline_s=cfg.timeout_s, reference_ops=ref_ops, task=task)
+        timing_msgs = out.of_kind("timing")
+        if not timing_msgs or len(out.of_kind("trial")) < len(job.trials):
+            f.flag("recheck_failed", "the re-measurement of a large speedup did not complete: " + out.exit_text())
+            return runtime, spread
+        refs = self._reference_outputs(task, job, range(len(job.trials)))
+        g = Findings()
+        atol, rtol = self._tolerance(task)
+        self._judge_outputs(g, out, job, refs, backend, ref_ops, atol=atol, rtol=rtol)
+        again, again_spread = self._check_timing(g, out, timing_msgs[0], refs, job, metrics,
+                                                 atol=atol, rtol=rtol, task=task)
+        if g.stage != Stage.CORRECT or g.flags:
+            f.flag("recheck_failed", "the re-measurement failed: " + "; ".join(g.errors)[:500])
+            return runtime, spread
+        metrics["recheck_runtime_ms"] = again
+        if again and again > runtime:
+            return again, again_spread
+        return runtime, spread
+
+    # ---------------------------------------------------------------- shared helpers
+    def _reference_outputs(self, task: Task, job: Job, indices, *, scale: float = 1.0) -> dict[int, Any]:
+        """The reference's outputs for the job's trials `indices` (one model per variant,
+        from the job's init seed), computed in the judge's own process."""
+        models: dict[int, Any] = {}
+        outputs: dict[int, Any] = {}
+        for i in indices:
+            t = job.trials[i]
+            overrides = job.variants[t.variant]
+            if t.variant not in models:
+                models[t.variant] = self._reference.model(task, overrides, job.init_seed)
+            outputs[i] = self._reference.outputs(models[t.variant], task, overrides,
+                                                 InputSpec(t.seed, t.distribution), scale=scale)
+        return outputs
+
+    def _tolerance(self, task: Task) -> tuple[float, float]:
+        cfg = self.config
+        return (cfg.atol if cfg.atol is not None else task.atol,
+                cfg.rtol if cfg.rtol is not None else task.rtol)
+
+    def _task_spec(self, task: Task) -> TaskSpec:
+        return TaskSpec(task_id=task.task_id, path=task.path, source=task.source,
+                        overrides=dict(task.size_overrides))
+
+    def _candidate_spec(self, cand: Candidate, backend: BackendSpec) -> CandidateSpec:
+        return CandidateSpec(source=cand.source, backend=backend.name, params=dict(cand.params),
+                             launch_key=backend.launch_key, worker_setup=backend.worker_setup,
+                             record_ops=not self.config.allow_torch_ops)
+
+    def _timing(self, trials: tuple, backend: BackendSpec | None):
+        interpreter = backend is not None and backend.name == "triton" and self.config.device == "cpu"
+        return timing_spec(self.config, trials, interpreter=interpreter)
+
+    def _candidate_job(self, task: Task, cand: Candidate, backend: BackendSpec, *, base: int | None = None) -> Job:
+        cfg = self.config
+        if base is None:
+            base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
+        large = is_large(self._sizes.get(task.source_hash, (0, 0)), cfg)
+        trials = trials_for(task, cfg, large=large, base=base)
+        self._worker.ensure_preloaded(backend.preload)
+        return Job(kind="candidate", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
+                   variants=variants_for(task, cfg, large=large), init_seed=init_seed_for(base),
+                   trials=trials, timing=self._timing(trials, backend),
+                   candidate=self._candidate_spec(cand, backend))
+
+    def _run(self, job: Job, *, deadline_s: float, task: Task, stop_early: bool = False,
+             reference_ops: frozenset = frozenset(), on_message=None) -> JobOutcome:
+        cfg = self.config
+        cap, max_bytes = memory_caps(cfg, self._sizes.get(task.source_hash, (0, 0)), job)
+
+        def on_idle(out: JobOutcome) -> bytes:
+            strict = not cfg.allow_torch_ops
+
+            def bad_ops(h: dict) -> bool:
+                ops = h.get("torch_ops")
+                return bool(ops) and isinstance(ops, dict) and bool(
+                    torch_compute_violation(set(map(str, ops)), set(reference_ops)))
+
+            if stop_early or any((strict and (bad_ops(m.header) or m.header.get("launches") == 0))
+                                 or m.header.get("inputs_changed") for m in out.of_kind("trial")):
+                return b"s"
+            return b"g"
+
+        untrusted = job.kind != "baseline"
+        return run_job(self._worker, job, deadline_s=deadline_s, memory_mb=cap,
+                       idle_probe_ms=cfg.idle_probe_ms, max_bytes=max_bytes, importer=self._importer,
+                       isolate=self.isolated and untrusted, address_cap=cfg.device != "cuda",
+                       on_idle=on_idle if job.kind == "candidate" else (lambda o: b"g"),
+                       on_message=on_message)
+
+    def _metrics(self, out: JobOutcome, job: Job, references: dict) -> dict:
+        metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(output_dtype(references[0])),
+                         "full_size_trials": len(job.main_trials), "trials_run": len(job.trials),
+                         "transfer_bytes": dict(out.transfer), "memory_cap_mb": out.memory_cap_mb,
+                         "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
+        if self.transfer_note:
+            metrics["transfer_note"] = self.transfer_note
+        return metrics
+
+    def _clean(self, text: str) -> str:
+        return truncate(self._scrub(text or ""), self.config.max_error_chars)
+
+    def _result(self, task: Task, cand: Candidate, t0: float, stage: Stage, **kw: Any) -> EvalResult:
+        kw["error"] = self._clean(kw.get("error", ""))
+        kw["flags"] = tuple(kw.get("flags", ()))
+        if kw["flags"] and stage == Stage.CORRECT:
+            stage = Stage.VALUE  # a guard fired: never "correct"
+        return EvalResult(candidate_id=cand.candidate_id, task_id=task.task_id, stage=int(stage),
+                          correct=stage == Stage.CORRECT and not kw["flags"],
+                          eval_s=time.monotonic() - t0, hardware=self.hardware,
+                          device=self.config.device, **kw)
 
     def _release_device_memory(self) -> None:
         """cuda: the references and received outputs of this evaluation are garbage now;
@@ -98,355 +450,34 @@ class Evaluator:
         except Exception:  # noqa: BLE001 - housekeeping only
             pass
 
-    def baselines(self, *, task: Task) -> tuple[float | None, float | None]:
-        """(eager_ms, compile_ms) of the task's reference, cached on disk."""
-        b = self._baseline(task)
-        return b.eager_ms, b.compile_ms
-
-    def close(self) -> None:
-        self._worker.close()
-
-    def __enter__(self) -> "Evaluator":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    # ---------------------------------------------------------------- helpers
-    def _clean(self, text: str) -> str:
-        return truncate(self._scrub(text or ""), self.config.max_error_chars)
-
-    def _result(self, task: Task, cand: Candidate, t0: float, stage: Stage, **kw: Any) -> EvalResult:
-        kw["error"] = self._clean(kw.get("error", ""))
-        kw["flags"] = tuple(kw.get("flags", ()))
-        if kw["flags"] and stage == Stage.CORRECT:
-            stage = Stage.VALUE  # a guard fired: never "correct"
-        return EvalResult(candidate_id=cand.candidate_id, task_id=task.task_id, stage=int(stage),
-                          correct=stage == Stage.CORRECT and not kw["flags"],
-                          eval_s=time.monotonic() - t0, hardware=self.hardware,
-                          device=self.config.device, **kw)
-
-    def _caps(self, task: Task, job: dict) -> tuple[int, int]:
-        """(host-memory cap in MB, result-channel cap in bytes) for `job` on `task`: the
-        configured cap (the worker's own allowance) plus the host memory the job's trials
-        need for the task's data."""
-        cfg = self.config
-        in_b, out_b = self._sizes.get(task.source_hash, (0, 0))
-        trials = job.get("trials") or []
-        full = sum(1 for p in trials if p.get("variant") == 0)
-        sets = len((job.get("timing") or {}).get("sets") or [])
-        mib = 1 << 20
-        if cfg.device == "cpu":  # inputs built ahead, repeat and timing sets, outputs in flight
-            extra = 1.25 * (in_b * (full + 1 + sets) + out_b * (3 + sets)) / mib
-        else:  # inputs live on the GPU; outputs cross the host only where IPC is unavailable
-            extra = 2.0 * out_b / mib
-        cap = int(cfg.memory_mb + extra)
-        messages = len(trials) + 1 + sets
-        max_bytes = int(max(max(64, cap) * mib, 1.1 * out_b * messages + 64 * mib))
-        return cap, max_bytes
-
-    def _run(self, job: dict, *, deadline_s: float, stop_early: bool,
-             reference_ops: frozenset = frozenset(), task: Task | None = None) -> JobOutcome:
-        cfg = self.config
-        cap, max_bytes = self._caps(task, job) if task is not None else (cfg.memory_mb, max(64, cfg.memory_mb) << 20)
-
-        def on_idle(out: JobOutcome) -> bytes:
-            strict = not cfg.allow_torch_ops
-
-            def bad_ops(h: dict) -> bool:
-                ops = h.get("torch_ops")
-                return bool(ops) and isinstance(ops, dict) and bool(
-                    torch_compute_violation(set(map(str, ops)), set(reference_ops)))
-
-            if stop_early or any((strict and (bad_ops(m.header) or m.header.get("launches") == 0))
-                                 or m.header.get("inputs_changed") for m in out.of_kind("trial")):
-                return b"s"
-            return b"g"
-
-        return run_job(self._worker, job, deadline_s=deadline_s, memory_mb=cap,
-                       idle_probe_ms=cfg.idle_probe_ms, max_bytes=max_bytes, importer=self._importer,
-                       isolate=self.isolated and job["kind"] == "candidate",
-                       address_cap=cfg.device != "cuda",
-                       on_idle=on_idle if job["kind"] == "candidate" else (lambda o: b"g"))
-
-    def _job(self, task: Task, cand: Candidate | None, plan: list, init_seed: int, *,
-             timing: bool, backend=None) -> dict:
-        cfg = self.config
-        variants = self._variants(task)
-        main = [i for i, p in enumerate(plan) if p["variant"] == 0]
-        job = {"kind": "candidate" if cand else "baseline", "device": cfg.device, "threads": cfg.threads,
-               "task": {"task_id": task.task_id, "path": task.path, "source": task.source,
-                        "overrides": dict(task.size_overrides)},
-               "variants": variants, "init_seed": init_seed, "trials": plan,
-               "timing": {"sets": main[:TIMING_SETS], "params": {
-                   "warmup_ms": cfg.warmup_ms, "min_ms": cfg.timing_min_ms,
-                   "min_calls": cfg.timing_min_calls, "max_calls": cfg.timing_max_calls,
-                   "block_ms": cfg.timing_block_ms, "tf32": cfg.tf32}} if timing else None}
-        if timing and backend is not None and backend.name == "triton" and cfg.device == "cpu":
-            # Triton's interpreter: correct, but far too slow for a real timing protocol
-            job["timing"]["params"].update(min_calls=min(5, cfg.timing_min_calls),
-                                           min_ms=min(50.0, cfg.timing_min_ms), warmup_ms=0.0)
-        if cand is not None:
-            job.update(source=cand.source, params=dict(cand.params), launch_key=backend.launch_key,
-                       backend=backend.name,
-                       worker_setup=backend.worker_setup, record_ops=not cfg.allow_torch_ops)
-        else:
-            job["compile_baseline"] = cfg.compile_baseline
-        return job
-
-    def _large(self, task: Task) -> bool:
-        in_b, out_b = self._sizes.get(task.source_hash, (0, 0))
-        return (in_b + out_b) > self.config.large_task_mb * (1 << 20)
-
-    def _variants(self, task: Task) -> list[dict]:
-        """Overrides per variant: 0 the task's own sizes, then its shape variants, then (for
-        a large task) its SMALL_SIZES, where the trials beyond `full_size_trials` run."""
-        variants = [{}] + (list(task.variants) if self.config.check_variants else [])
-        if self._large(task) and self.config.trials > self.config.full_size_trials:
-            small = small_sizes(task)
-            if small:
-                variants.append(small)
-        return variants
-
-    def _plan(self, task: Task, base: int) -> list[dict]:
-        """Trials: `trials` at the task's size (at most `full_size_trials` of them for a
-        large task: one standard and one heavy-tailed, so 'different inputs, different
-        answers' still holds there; the rest run at SMALL_SIZES), two per shape variant."""
-        cfg = self.config
-        large = self._large(task)
-        n_full = min(cfg.trials, cfg.full_size_trials) if large else cfg.trials
-        plan = [{"seed": s.seed, "distribution": s.distribution, "variant": 0}
-                for s in trial_plan(n_full, base)]
-        if cfg.check_variants:
-            for v in range(1, len(task.variants) + 1):
-                for s in trial_plan(2, base + 1000003 * v):
-                    plan.append({"seed": s.seed, "distribution": s.distribution, "variant": v})
-        variants = self._variants(task)
-        if len(variants) > 1 + (len(task.variants) if cfg.check_variants else 0):
-            v = len(variants) - 1
-            for s in trial_plan(cfg.trials - n_full, base + 7777771):
-                plan.append({"seed": s.seed, "distribution": s.distribution, "variant": v})
-        return plan
-
-    # ---------------------------------------------------------------- the evaluation
-    def _evaluate(self, task: Task, cand: Candidate, t0: float) -> EvalResult:
-        cfg = self.config
-        if not cand.source.strip():
-            return self._result(task, cand, t0, Stage.SYNTAX, error=cand.note or "the candidate has no source")
-        try:
-            backend = get_backend(cand.backend)
-        except ValueError as e:
-            return self._result(task, cand, t0, Stage.SYNTAX, error=str(e))
-        devices = ("cpu", "cuda") if backend.name == "triton" else (backend.device,)
-        if cfg.device not in devices:
-            return self._result(task, cand, t0, Stage.COMPILE,
-                                error=f"backend {backend.name!r} runs on {backend.device}, "
-                                      f"this evaluator on {cfg.device}")
-        static = check_source(cand.source, backend=backend, allow_torch_ops=cfg.allow_torch_ops,
-                              allow_precision_drop=cfg.allow_precision_drop, task_source=task.source,
-                              device_patterns=self.device.static_patterns())
-        if static.syntax_error:
-            return self._result(task, cand, t0, Stage.SYNTAX, error=static.syntax_error)
-        if "no_model_new" in static.flags:
-            return self._result(task, cand, t0, Stage.COMPILE, error="the candidate defines no class ModelNew")
-        f = Findings()
-        for name in static.flags:
-            f.flag(name, f"static check: {static.reasons[name]}")
-
-        ref_ops = self._reference_ops(task)  # also measures the task's sizes, for the plan
-        base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
-        plan = self._plan(task, base)
-        init_seed = (base * 31 + 17) % (2**62)
-        self._worker.ensure_preloaded(backend.preload)
-        job = self._job(task, cand, plan, init_seed, timing=True, backend=backend)
-        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=bool(static.flags), reference_ops=ref_ops,
-                        task=task)
-        # the worker is dead now: only from here on do reference outputs exist
-        compiled = out.of_kind("compiled")
-        compile_s = compiled[0].header.get("compile_s", 0.0) if compiled else 0.0
-        compile_s = float(compile_s) if isinstance(compile_s, (int, float)) else 0.0
-        common = {"compile_s": compile_s, "metrics": {"worker_wall_s": out.wall_s}}
-        errors = out.of_kind("error")
-        if errors and errors[0].header.get("stage") == "task":
-            return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",),
-                                error="the task failed in the worker:\n" + str(errors[0].header.get("error")),
-                                **common)
-        trials = {m.header.get("index"): m for m in out.of_kind("trial")}
-        if not compiled or len(trials) < len(plan):
-            stage = Stage.COMPILE if not compiled else Stage.RUNTIME
-            if errors:
-                text = str(errors[0].header.get("error", ""))[-6000:]
-            else:
-                text = out.protocol_error or out.exit_text()
-                if out.protocol_error:
-                    f.flag("protocol_violation", out.protocol_error)
-            if not out.memory_exceeded and _ALLOC_FAILED.search(text):
-                text += (f"\n(the worker's host-memory cap of {out.memory_cap_mb:.0f} MB: EvalConfig.memory_mb="
-                         f"{cfg.memory_mb}, raised for large tasks)")
-            log = out.log.strip()
-            if log:
-                text += "\n--- worker output (tail) ---\n" + log[-2000:]
-            f.errors.insert(0, text)
-            return self._result(task, cand, t0, stage, flags=f.flags, error="\n".join(f.errors), **common)
-
-        # reference outputs, computed now that the candidate's process is gone
-        models: dict[int, Any] = {}
-        references: dict[int, Any] = {}
-        for i, p in enumerate(plan):
-            if p["variant"] not in models:
-                overrides = job["variants"][p["variant"]]
-                models[p["variant"]] = self._reference.model(task, overrides, init_seed)
-            references[i] = self._reference.outputs(models[p["variant"]], task, job["variants"][p["variant"]],
-                                                    InputSpec(p["seed"], p["distribution"]))
-        dtype = output_dtype(references[0])
-        atol = cfg.atol if cfg.atol is not None else task.atol
-        rtol = cfg.rtol if cfg.rtol is not None else task.rtol
-        main = [i for i, p in enumerate(plan) if p["variant"] == 0]
-        degenerate = self._check_degenerate(task, [references[i] for i in main])
-        if degenerate.degenerate:
-            f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
-
-        check_trials(f, trials, references, plan, atol=atol, rtol=rtol, launch_key=backend.launch_key,
-                     allow_torch_ops=cfg.allow_torch_ops, reference_ops=ref_ops)
-        repeat = out.of_kind("repeat")
-        try:
-            rep = decode(repeat[0]) if repeat else None
-        except protocol.ProtocolError as e:
-            f.flag("protocol_violation", str(e))
-            rep = None
-        check_consistency(f, references, rep, main, atol=atol, rtol=rtol)
-        check_probes(f, out.probes)
-        if out.protocol_error:
-            f.flag("protocol_violation", out.protocol_error)
-
-        runtime = spread = None
-        metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(dtype),
-                         "full_size_trials": len(main), "trials_run": len(plan),
-                         "transfer_bytes": dict(out.transfer), "memory_cap_mb": out.memory_cap_mb,
-                         "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
-        if self.transfer_note:
-            metrics["transfer_note"] = self.transfer_note
-        timing_msgs = out.of_kind("timing")
-        ok_so_far = f.stage == Stage.CORRECT and not f.flags
-        if ok_so_far:
-            if not timing_msgs:
-                f.lower(Stage.RUNTIME, "the worker ended before its timed runs finished: " + out.exit_text())
-            else:
-                runtime, spread = self._check_timing(f, out, timing_msgs[0], references, job, metrics,
-                                                     atol=atol, rtol=rtol, task=task)
-        result_kw: dict = {"max_abs_err": f.max_abs_err, "max_rel_err": f.max_rel_err,
-                           "compile_s": compile_s}
-        if f.stage == Stage.CORRECT and not f.flags and runtime:
-            b = self._baseline(task)
-            speedup = b.eager_ms / runtime if b.eager_ms else None
-            if speedup and speedup > cfg.speedup_recheck_threshold:
-                runtime, spread = self._recheck(task, cand, backend, f, runtime, spread, metrics)
-                speedup = b.eager_ms / runtime if runtime else None
-            if f.stage == Stage.CORRECT and not f.flags:
-                result_kw.update(eager_ms=b.eager_ms, compile_ms=b.compile_ms, speedup_eager=speedup,
-                                 speedup_compile=(b.compile_ms / runtime) if b.compile_ms and runtime else None)
-        result_kw.update(runtime_ms=runtime, runtime_spread=spread, metrics=metrics)
-        return self._result(task, cand, t0, f.stage, flags=f.flags, error="\n".join(f.errors), **result_kw)
-
-    def _check_timing(self, f: Findings, out: JobOutcome, msg, references, job, metrics, *, atol, rtol,
-                      task: Task):
-        starts = out.of_kind("timing_start")
-        ends = out.of_kind("timing_end")
-        verdict = analyze(msg.header, started_at=starts[0].at if starts else None,
-                          ended_at=ends[0].at if ends else msg.at)
-        if isinstance(msg.header.get("gpu"), dict):
-            metrics["gpu_timing"] = {k: v for k, v in msg.header["gpu"].items()
-                                     if isinstance(v, (int, float, str, bool, dict))}
-        metrics.update(verdict.metrics)
-        for name in verdict.flags:
-            f.flag(name, verdict.reason)
-        try:
-            last = decode(msg)
-        except protocol.ProtocolError as e:
-            f.flag("protocol_violation", str(e))
-            return None, None
-        sets = job["timing"]["sets"]
-        if not isinstance(last, list) or len(last) != len(sets):
-            f.flag("timed_output_mismatch", "the timed runs' outputs are missing")
-        else:
-            changes = msg.header.get("last_input_changes")
-            if not (isinstance(changes, list) and len(changes) == len(sets)
-                    and all(type(n) is int and n >= 0 for n in changes)):
-                changes = [0] * len(sets)
-            model = None
-            for k, i in enumerate(sets):
-                ref = references[i]
-                if changes[k]:  # computed on inputs scaled to 1/2 (odd changes) or 1/4 (even)
-                    p = job["trials"][i]
-                    model = model or self._reference.model(task, job["variants"][p["variant"]], job["init_seed"])
-                    ref = self._reference.outputs(model, task, job["variants"][p["variant"]],
-                                                  InputSpec(p["seed"], p["distribution"]),
-                                                  scale=0.5 if changes[k] % 2 else 0.25)
-                c = compare(ref, last[k], atol=atol, rtol=rtol)
-                if not c.ok:
-                    f.flag("timed_output_mismatch", f"output of a timed run on trial {i}'s inputs: {c.message}")
-                    break
-        return verdict.runtime_ms, verdict.spread
-
-    def _recheck(self, task, cand, backend, f: Findings, runtime, spread, metrics):
-        """A suspiciously large speedup: judge again in a fresh worker on new inputs and keep
-        the slower time."""
-        cfg = self.config
-        metrics["speedup_rechecked"] = True
-        base = secrets.randbits(48)
-        ref_ops = self._reference_ops(task)
-        plan = self._plan(task, base)
-        init_seed = (base * 31 + 17) % (2**62)
-        job = self._job(task, cand, plan, init_seed, timing=True, backend=backend)
-        out = self._run(job, deadline_s=cfg.timeout_s, stop_early=False, reference_ops=ref_ops, task=task)
-        timing_msgs = out.of_kind("timing")
-        trials = {m.header.get("index"): m for m in out.of_kind("trial")}
-        if not timing_msgs or len(trials) < len(plan):
-            f.flag("recheck_failed", "the re-measurement of a large speedup did not complete: " + out.exit_text())
-            return runtime, spread
-        refs = {}
-        models: dict[int, Any] = {}
-        for i, p in enumerate(plan):
-            if p["variant"] not in models:
-                models[p["variant"]] = self._reference.model(task, job["variants"][p["variant"]], init_seed)
-            refs[i] = self._reference.outputs(models[p["variant"]], task, job["variants"][p["variant"]],
-                                              InputSpec(p["seed"], p["distribution"]))
-        g = Findings()
-        check_trials(g, trials, refs, plan, atol=task.atol, rtol=task.rtol, launch_key=backend.launch_key,
-                     allow_torch_ops=cfg.allow_torch_ops, reference_ops=ref_ops)
-        check_probes(g, out.probes)
-        r2, s2 = self._check_timing(g, out, timing_msgs[0], refs, job, metrics, atol=task.atol, rtol=task.rtol, task=task)
-        if g.stage != Stage.CORRECT or g.flags:
-            f.flag("recheck_failed", "the re-measurement failed: " + "; ".join(g.errors)[:500])
-            return runtime, spread
-        metrics["recheck_runtime_ms"] = r2
-        if r2 and r2 > runtime:
-            return r2, s2
-        return runtime, spread
-
-    def _reference_ops(self, task: Task) -> frozenset:
-        """The PyTorch compute ops the task's reference runs (cached per task), recorded on
-        inputs from a seed no trial uses, so no trial's reference output exists yet."""
+    # ---------------------------------------------------------------- once per task
+    def _task_setup(self, task: Task, phases: PhaseTimes | None = None) -> frozenset:
+        """The PyTorch compute ops the task's reference runs and its data sizes (once per
+        task), recorded on inputs from a seed no trial uses, so no trial's reference
+        output exists yet."""
         key = task.source_hash
+        phases = phases or PhaseTimes()
         if key not in self._ref_ops:
-            try:
-                from foundry.evaluate.harness import _OpRecorder
-                model = self._reference.model(task, {}, 12345)
-                rec = _OpRecorder()
-                sizes: dict = {}
-                with rec:
-                    out = self._reference.outputs(model, task, {}, InputSpec(987654321), sizes=sizes)
-                self._sizes[key] = (int(sizes.get("input_bytes", 0)), tensor_bytes(out))
-                del out
-                self._ref_ops[key] = frozenset(rec.compute)
-            except Exception:  # noqa: BLE001 - a failing task is reported by the worker
-                self._ref_ops[key] = frozenset()
+            with phases.measure("task_setup"):
+                try:
+                    from foundry.evaluate.harness import OpRecorder
+                    model = self._reference.model(task, {}, 12345)
+                    rec = OpRecorder()
+                    sizes: dict = {}
+                    with rec:
+                        out = self._reference.outputs(model, task, {}, InputSpec(987654321), sizes=sizes)
+                    self._sizes[key] = (int(sizes.get("input_bytes", 0)), tensor_bytes(out))
+                    del out, model
+                    self._ref_ops[key] = frozenset(rec.compute)
+                except Exception:  # noqa: BLE001 - a failing task is reported by the worker
+                    self._ref_ops[key] = frozenset()
         return self._ref_ops[key]
 
     def _check_degenerate(self, task: Task, outputs: list) -> Degeneracy:
         key = task.source_hash
         if key not in self._degeneracy:
-            small = small_sizes(task) if self._large(task) else None
+            large = is_large(self._sizes.get(key, (0, 0)), self.config)
+            small = small_sizes(task) if large else None
             try:  # a property of the function: a large task is checked at its SMALL_SIZES
                 d = external_check(task, device=self.config.device, overrides=small)
                 if d is not None and d.degenerate and self.config.device != "cpu" \
@@ -457,20 +488,22 @@ class Evaluator:
             self._degeneracy[key] = d if d is not None else minimal_check(outputs)
         return self._degeneracy[key]
 
-    def _baseline(self, task: Task) -> Baseline:
+    def _baseline(self, task: Task, phases: PhaseTimes | None = None) -> Baseline:
         cfg = self.config
+        phases = phases or PhaseTimes()
         key = baseline_key(task, device=cfg.device, hardware=self.hardware, threads=cfg.threads)
         cached = self._baselines.get(key)
         if cached and cached.eager_ms and (cached.compile_ms or cached.error or not cfg.compile_baseline):
             return cached
-        plan = [{"seed": s.seed, "distribution": "standard", "variant": 0}
-                for s in trial_plan(TIMING_SETS, BASELINE_SEED)]
-        job = self._job(task, None, plan, BASELINE_SEED, timing=True)
-        job["variants"] = [{}]
-        self._reference_ops(task)
-        out = self._run(job, deadline_s=cfg.baseline_timeout_s, stop_early=False, task=task)
+        self._task_setup(task, phases)
+        trials = tuple(TrialSpec(s.seed, "standard", 0) for s in trial_plan(TIMING_SETS, BASELINE_SEED))
+        job = Job(kind="baseline", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
+                  variants=({},), init_seed=BASELINE_SEED, trials=trials, timing=self._timing(trials, None),
+                  compile_baseline=cfg.compile_baseline)
+        out = self._run(job, deadline_s=cfg.baseline_timeout_s, task=task)
         eager = compiled = compile_s = None
         start = end = None
+        last = out.started_at
         for m in out.messages:
             kind = m.header.get("kind")
             if kind == "timing_start":
@@ -479,7 +512,10 @@ class Evaluator:
                 end = m.at
             elif kind == "baseline":
                 v = analyze(m.header, started_at=start, ended_at=end or m.at)
-                if m.header.get("which") == "eager":
+                which = "eager" if m.header.get("which") == "eager" else "compile"
+                phases.add(f"baseline_{which}", m.at - last)
+                last = m.at
+                if which == "eager":
                     eager = v.runtime_ms
                 else:
                     compiled = v.runtime_ms
@@ -490,3 +526,9 @@ class Evaluator:
         if eager:
             self._baselines.put(key, b)
         return b
+
+
+def _compile_seconds(out: JobOutcome) -> float:
+    compiled = out.of_kind("compiled")
+    value = compiled[0].header.get("compile_s", 0.0) if compiled else 0.0
+    return float(value) if isinstance(value, (int, float)) else 0.0

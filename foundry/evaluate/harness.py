@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
-import json
 import os
 import sys
 import threading
@@ -30,6 +29,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 from foundry import kernels  # noqa: E402
 from foundry.evaluate import cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
 from foundry.evaluate.device import get_device  # noqa: E402
+from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
 from foundry.evaluate.trial_inputs import make_trial_inputs  # noqa: E402
 from foundry.tasks.inputs import InputSpec, clone_inputs, make_init_inputs, seed_everything  # noqa: E402,F401
 from foundry.tasks.loader import build_module  # noqa: E402
@@ -47,7 +47,7 @@ constant_pad_nd _pin_memory is_pinned resolve_conj resolve_neg _has_compatible_s
 """.split())
 
 
-class _OpRecorder(TorchDispatchMode):
+class OpRecorder(TorchDispatchMode):
     """Records the aten ops that compute (anything beyond allocation, views and copies)."""
 
     def __init__(self) -> None:
@@ -88,12 +88,13 @@ def _same(a, b) -> bool:
 
 
 class Worker:
-    def __init__(self, job_fd: int, result_fd: int, job: dict, shm_fd: int = -1):
+    def __init__(self, job_fd: int, result_fd: int, job: Job, shm_fd: int = -1):
         self.job_fd, self.result_fd, self.job = job_fd, result_fd, job
         self.clock = _CLOCK
-        self.device = get_device(job["device"])
+        self.device = get_device(job.device)
         self.channel = protocol.Channel(result_fd, ack_fd=job_fd, shm_fd=shm_fd,
-                                        cuda_ipc=bool(job.get("cuda_ipc")) and job["device"] == "cuda")
+                                        cuda_ipc=job.cuda_ipc and job.device == "cuda")
+        self._profiled = False
 
     def send(self, header: dict, tensors=()) -> None:
         self.channel.send(header, tensors)
@@ -107,21 +108,20 @@ class Worker:
     # ------------------------------------------------------------------ setup
     def build_inputs(self) -> None:
         job = self.job
-        t = job["task"]
-        task = Task(task_id=t["task_id"], path=t["path"], source=t["source"],
-                    size_overrides=t["overrides"])
+        t = job.task
+        task = Task(task_id=t.task_id, path=t.path, source=t.source, size_overrides=t.overrides)
         self.variants = []
-        for overrides in job["variants"]:
+        for overrides in job.variants:
             module = build_module(task, overrides)
-            init = make_init_inputs(module, job["init_seed"])
+            init = make_init_inputs(module, job.init_seed)
             self.variants.append({"module": module, "init": init})
         self.trials = []
-        for tr in job["trials"]:
-            spec = InputSpec(seed=tr["seed"], distribution=tr["distribution"])
+        for tr in job.trials:
+            spec = InputSpec(seed=tr.seed, distribution=tr.distribution)
             inputs = [self.device.to_device(x) for x in
-                      make_trial_inputs(self.variants[tr["variant"]]["module"], spec, self.device.name)]
+                      make_trial_inputs(self.variants[tr.variant]["module"], spec, self.device.name)]
             # host inputs: a digest; device inputs are regenerated from the seed to compare
-            self.trials.append({"variant": tr["variant"], "spec": spec, "inputs": inputs,
+            self.trials.append({"variant": tr.variant, "spec": spec, "inputs": inputs,
                                 "digest": _digest(inputs) if self.device.name == "cpu" else None})
 
     def fresh_inputs(self, index: int) -> list:
@@ -137,25 +137,27 @@ class Worker:
         fresh = self.fresh_inputs(index)
         return [k for k, (a, b) in enumerate(zip(fresh, tr["inputs"])) if not _same(a, b)]
 
-    def load_candidate(self) -> types.ModuleType:
-        job = self.job
-        setup = job.get("worker_setup")
-        if setup:
-            mod_name, fn = setup.split(":")
+    def load_candidate(self, params: dict | None = None) -> types.ModuleType:
+        """Execute the candidate's source as a fresh module; PARAMS are the TUNABLE
+        defaults updated with the job's params (or `params`, for a screened point)."""
+        cand = self.job.candidate
+        if cand.worker_setup and not self.__dict__.get("_setup_done"):
+            mod_name, fn = cand.worker_setup.split(":")
             getattr(importlib.import_module(mod_name), fn)()
+            self._setup_done = True
         path = os.path.join(os.getcwd(), "candidate.py")
         with open(path, "w") as f:
-            f.write(job["source"])
+            f.write(cand.source)
         module = types.ModuleType("foundry_candidate")
         module.__file__ = path
         sys.modules["foundry_candidate"] = module
-        exec(compile(job["source"], path, "exec"), module.__dict__)
-        params = {}
+        exec(compile(cand.source, path, "exec"), module.__dict__)
+        defaults = {}
         tunable = module.__dict__.get("TUNABLE")
         if isinstance(tunable, dict):
-            params = {k: (v[0] if isinstance(v, (list, tuple)) and v else v) for k, v in tunable.items()}
-        params.update(job.get("params") or {})
-        module.PARAMS = params
+            defaults = {k: (v[0] if isinstance(v, (list, tuple)) and v else v) for k, v in tunable.items()}
+        merged = {**defaults, **(cand.params if params is None else params)}
+        module.PARAMS = merged
         if not isinstance(module.__dict__.get("ModelNew"), type):
             raise TypeError("the candidate defines no class ModelNew")
         return module
@@ -163,7 +165,7 @@ class Worker:
     def construct(self, cls) -> list:
         models = []
         for v in self.variants:
-            seed_everything(self.job["init_seed"])
+            seed_everything(self.job.init_seed)
             model = cls(*v["init"])
             if hasattr(model, "eval"):
                 model.eval()
@@ -172,20 +174,20 @@ class Worker:
 
     # ------------------------------------------------------------------ runs
     def run_trial(self, model, inputs, *, record: bool) -> tuple:
+        cand = self.job.candidate
         kernels.reset_launches()
         before = threading.active_count()
         self.device.poison(True)
-        rec = _OpRecorder() if record else None
+        rec = OpRecorder() if record else None
         try:
             profiled = None
             with torch.no_grad():
-                if (rec is not None and hasattr(self.device, "profiled_call") and not self.__dict__.get("_profiled")
-                        and not self.job.get("launch_key")):
+                if (rec is not None and hasattr(self.device, "profiled_call") and not self._profiled
+                        and not cand.launch_key):
                     self._profiled = True
                     with rec:  # no launch records: the device's profiler says which kernels ran
                         out, profiled = self.device.profiled_call(
-                            lambda: model(*inputs), source=self.job.get("source", ""),
-                            backend=self.job.get("backend", ""))
+                            lambda: model(*inputs), source=cand.source, backend=cand.backend)
                 elif rec is not None:
                     with rec:
                         out = model(*inputs)
@@ -194,7 +196,7 @@ class Worker:
             self.device.synchronize()
         finally:
             self.device.poison(False)
-        key = self.job.get("launch_key")
+        key = cand.launch_key
         launches = sum(n for (b, _), n in kernels.launches().items() if b == key) if key else -1
         extra_threads = threading.active_count() - before
         info = {"launches": launches, "torch_ops": rec.compute if rec else {},
@@ -213,7 +215,7 @@ class Worker:
             self.send({"kind": "error", "stage": "compile", "error": traceback.format_exc()})
             return
         self.send({"kind": "compiled", "compile_s": (self.clock() - t0) / 1e9})
-        record = bool(job.get("record_ops"))
+        record = job.candidate.record_ops
         for i, tr in enumerate(self.trials):
             try:
                 out, info = self.run_trial(models[tr["variant"]], tr["inputs"], record=record)
@@ -232,13 +234,35 @@ class Worker:
         tensors = []
         self.send({"kind": "repeat", "index": 0, "tree": protocol.encode_tree(out, tensors)}, tensors)
         go = self.wait_go()
-        timing = job.get("timing")
-        if timing and go:
-            self.time_model(models[0], timing, kind="timing")
+        if job.timing is not None and go:
+            self.time_model(models[0], job.timing, kind="timing")
             self.wait_go()
 
-    def time_model(self, model, timing: dict, *, kind: str, extra: dict | None = None) -> None:
-        sets = [self.fresh_inputs(i) for i in timing["sets"]]
+    def run_screen(self) -> None:
+        """Each point: load the candidate with its params, run trial 0's inputs once, send
+        the output (the judge compares it), then time it on the first timing set. A point
+        that fails is reported and the next one runs; one process builds them all."""
+        job = self.job
+        for k, point in enumerate(job.points):
+            t0 = self.clock()
+            try:
+                module = self.load_candidate(params=point)
+                model = self.construct(module.ModelNew)[0]
+                build_s = (self.clock() - t0) / 1e9
+                out, info = self.run_trial(model, self.fresh_inputs(0), record=job.candidate.record_ops)
+            except BaseException:  # noqa: BLE001 - a failing point is data, not the end of the job
+                self.send({"kind": "screen_error", "point": k, "error": traceback.format_exc()[-3000:]})
+                continue
+            tensors: list = []
+            self.send({"kind": "screen_trial", "point": k, "build_s": build_s,
+                       "tree": protocol.encode_tree(out, tensors), **info}, tensors)
+            del out, tensors
+            self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False)
+            del model, module
+
+    def time_model(self, model, timing: TimingSpec, *, kind: str, extra: dict | None = None,
+                   fatal: bool = True) -> None:
+        sets = [self.fresh_inputs(i) for i in timing.sets]
 
         def call(inputs):
             with torch.no_grad():
@@ -261,53 +285,59 @@ class Worker:
         if "on_block" in inspect.signature(self.device.time_forward).parameters:
             extra_kw["on_block"] = change_inputs
         try:
-            res = self.device.time_forward(call, sets, clock=self.clock, params=timing["params"],
-                                           on_start=lambda: self.send({"kind": "timing_start"}),
+            res = self.device.time_forward(call, sets, clock=self.clock, params=timing.params,
+                                           on_start=lambda: self.send({"kind": "timing_start", **(extra or {})}),
                                            **extra_kw)
-            self.send({"kind": "timing_end"})  # before the outputs are packed
+            self.send({"kind": "timing_end", **(extra or {})})  # before the outputs are packed
         except BaseException:  # noqa: BLE001
-            self.send({"kind": "error", "stage": "runtime", "error": traceback.format_exc()})
-            raise SystemExit(0)
+            self.send({"kind": "error" if fatal else "screen_error", "stage": "runtime", **(extra or {}),
+                       "error": traceback.format_exc()})
+            if fatal:
+                raise SystemExit(0)
+            return
         tensors: list = []
         last = list(res.pop("last_outputs"))
-        if kind == "baseline":  # the judge checks only candidates' timed outputs
+        if kind != "timing":  # the judge checks only candidates' timed outputs
             last = [None] * len(last)
         tree = protocol.encode_tree(last, tensors)
         self.send({"kind": kind, "tree": tree, **res, **(extra or {})}, tensors)
 
     def run_baseline(self) -> None:
         module = self.variants[0]["module"]
-        seed_everything(self.job["init_seed"])
+        seed_everything(self.job.init_seed)
         model = self.device.to_device(module.Model(*self.variants[0]["init"]))
         model.eval()
-        timing = self.job["timing"]
+        timing = self.job.timing
         self.time_model(model, timing, kind="baseline", extra={"which": "eager"})
-        if self.job.get("compile_baseline"):
+        if self.job.compile_baseline:
             t0 = self.clock()
             compiled = torch.compile(model)
             with torch.no_grad():
-                compiled(*self.fresh_inputs(timing["sets"][0]))
+                compiled(*self.fresh_inputs(timing.sets[0]))
             self.time_model(compiled, timing, kind="baseline",
                             extra={"which": "compile", "compile_s": (self.clock() - t0) / 1e9})
+
+
+RUNS = {"candidate": Worker.run_candidate, "baseline": Worker.run_baseline, "screen": Worker.run_screen}
 
 
 def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:
     """Entry point in a forked worker; never returns."""
     code = 0
     try:
-        job = json.loads(protocol_read_job(job_fd))
+        job = protocol.read_job(job_fd)
         worker = Worker(job_fd, result_fd, job, shm_fd)
-        worker.device.prepare_worker(int(job["threads"]))
+        t0 = worker.clock()
+        worker.device.prepare_worker(job.threads)
+        t1 = worker.clock()
         try:
             worker.build_inputs()
         except BaseException:  # noqa: BLE001 - the task itself failed: the judge says so
             worker.send({"kind": "error", "stage": "task", "error": traceback.format_exc()})
             raise SystemExit(0)
-        worker.send({"kind": "ready"})
-        if job["kind"] == "baseline":
-            worker.run_baseline()
-        else:
-            worker.run_candidate()
+        # measured before any candidate code runs: the judge may trust these two
+        worker.send({"kind": "ready", "device_setup_s": (t1 - t0) / 1e9, "inputs_s": (worker.clock() - t1) / 1e9})
+        RUNS[job.kind](worker)
         worker.send({"kind": "done"})
     except SystemExit:
         pass
@@ -324,21 +354,3 @@ def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:
         except Exception:  # noqa: BLE001
             pass
         os._exit(code)
-
-
-def protocol_read_job(fd: int) -> bytes:
-    """The job: a 4-byte length and JSON, written by the judge."""
-    head = b""
-    while len(head) < 4:
-        chunk = os.read(fd, 4 - len(head))
-        if not chunk:
-            raise EOFError("no job")
-        head += chunk
-    n = int.from_bytes(head, "little")
-    data = b""
-    while len(data) < n:
-        chunk = os.read(fd, n - len(data))
-        if not chunk:
-            raise EOFError("truncated job")
-        data += chunk
-    return data

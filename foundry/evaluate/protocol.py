@@ -28,9 +28,12 @@ import os
 import select
 import struct
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from foundry.evaluate.job import Job
 
 MAGIC = b"KF1"
 MAX_HEADER = 8 << 20
@@ -104,6 +107,37 @@ def write_all(fd: int, data: bytes) -> None:
 
 def send(fd: int, header: dict, tensors: list | tuple = ()) -> None:
     write_all(fd, pack(header, tensors))
+
+
+# ---------------------------------------------------------------- the job (judge -> worker)
+
+MAX_JOB = 64 << 20
+
+
+def write_job(fd: int, job: "Job") -> None:
+    """The judge's end: a 4-byte length, then the job's JSON."""
+    data = job.to_json()
+    write_all(fd, len(data).to_bytes(4, "little") + data)
+
+
+def read_job(fd: int) -> "Job":
+    """The worker's end of `write_job`; raises EOFError on a short read, JobError on a
+    malformed job."""
+    from foundry.evaluate.job import Job
+
+    def read_exactly(n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = os.read(fd, n - len(data))
+            if not chunk:
+                raise EOFError(f"the job pipe closed after {len(data)} of {n} bytes")
+            data += chunk
+        return data
+
+    n = int.from_bytes(read_exactly(4), "little")
+    if n > MAX_JOB:
+        raise EOFError(f"a job of {n} bytes is larger than {MAX_JOB}")
+    return Job.from_json(read_exactly(n))
 
 
 def _aligned(n: int) -> int:

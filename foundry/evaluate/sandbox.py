@@ -9,6 +9,7 @@ reaped by the warm worker. If the warm worker itself dies, the next job starts a
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from foundry.evaluate import protocol
+from foundry.evaluate.job import Job
 
 READY_TIMEOUT_S = 120.0
 CTL_TIMEOUT_S = 30.0
@@ -48,6 +50,7 @@ class JobOutcome:
     log: str = ""
     probes: list = field(default_factory=list)  # one dict per idle probe
     wall_s: float = 0.0
+    started_at: float = 0.0  # the judge's monotonic clock when the fork was asked for
     memory_cap_mb: float = 0.0  # the host-memory cap the worker ran under
     peak_rss_mb: float = 0.0  # the largest resident size the watch saw
     transfer: dict = field(default_factory=dict)  # bytes per route, and why CUDA IPC fell back
@@ -207,17 +210,18 @@ class WarmWorker:
             self.proc = None
 
 
-def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
+def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
             idle_probe_ms: float, max_bytes: int, address_cap: bool = True, isolate: bool = False,
             on_idle: Callable[[JobOutcome], bytes] = lambda o: b"g", shared_results: bool = True,
-            importer=None) -> JobOutcome:
+            importer=None, on_message: Callable[[Message], None] | None = None) -> JobOutcome:
     """Fork a child for `job`, collect its messages until it is done, dies or runs out of
     time, then kill its process group. `on_idle` answers each idle message with the byte
     the child waits for ("g": go on, "s": stop). With `shared_results`, large outputs come
     through a sealed memfd of `max_bytes` (protocol.make_result_file); with an `importer`
-    (cuda_ipc.IpcImporter), CUDA outputs come device-to-device, copied on arrival."""
-    out = JobOutcome(memory_cap_mb=float(memory_mb))
+    (cuda_ipc.IpcImporter), CUDA outputs come device-to-device, copied on arrival.
+    `on_message` sees each message as it arrives (and may drop its tensors)."""
     t0 = time.monotonic()
+    out = JobOutcome(memory_cap_mb=float(memory_mb), started_at=t0)
     tmp = tempfile.mkdtemp(prefix="foundry-w-")
     log_path = os.path.join(tmp, "worker.log")
     job_r, job_w = os.pipe()
@@ -237,10 +241,8 @@ def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
         for fd in (job_r, res_w, log_w):
             os.close(fd)
         job_r = res_w = log_w = -1
-        job = {**job, "cuda_ipc": importer is not None}
-        data = json.dumps(job).encode()
         try:
-            protocol.write_all(job_w, len(data).to_bytes(4, "little") + data)
+            protocol.write_job(job_w, dataclasses.replace(job, cuda_ipc=importer is not None))
         except OSError:
             pass  # the child died before reading its job; its status says why
         reader = protocol.Reader(res_r, max_bytes=max_bytes, shm_fd=shm_fd, importer=importer)
@@ -274,6 +276,8 @@ def run_job(worker: WarmWorker, job: dict, *, deadline_s: float, memory_mb: int,
                 continue
             msg = Message(header, tensors, time.monotonic())
             out.messages.append(msg)
+            if on_message is not None:
+                on_message(msg)
             kind = header.get("kind")
             if kind == "idle":
                 out.probes.append(_probe(pid, idle_probe_ms))

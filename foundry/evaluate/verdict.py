@@ -75,7 +75,7 @@ def torch_compute_violation(candidate_ops: set, reference_ops: set) -> str:
     return ""
 
 
-def check_trials(f: Findings, trials: dict, references: dict, trial_plan: list, *,
+def check_trials(f: Findings, trials: dict, references: dict, trial_plan: tuple, *,
                  atol, rtol, launch_key: str | None, allow_torch_ops: bool,
                  reference_ops: set = frozenset()) -> None:
     """Compare every trial's output with the reference and apply the per-trial guards."""
@@ -89,8 +89,8 @@ def check_trials(f: Findings, trials: dict, references: dict, trial_plan: list, 
             return
         f.candidate_outputs[i] = got
         spec = trial_plan[i]
-        where = f"trial {i} ({spec['distribution']} inputs" + (f", shape variant {spec['variant']})"
-                                                               if spec["variant"] else ")")
+        where = f"trial {i} ({spec.distribution} inputs" + (f", shape variant {spec.variant})"
+                                                             if spec.variant else ")")
         f.absorb(compare(ref, got, atol=atol, rtol=rtol), where)
         h = msg.header
         if h.get("inputs_changed"):

@@ -7,12 +7,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, Sequence
 
 from foundry.config_keys import checked_keys
 from foundry.tuning.cache import TuningCache
 from foundry.tuning.space import SpaceError, points, read_tunable, size
-from foundry.types import Candidate, EvalResult, Task, content_hash
+from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task, content_hash
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ class TuneResult:
 
 
 Measure = Callable[[Candidate], EvalResult]
+# (candidate, settings) -> one ScreenedPoint per setting, in order: one sandbox job
+Screen = Callable[[Candidate, list], Sequence[ScreenedPoint]]
+FINALISTS = 2  # screened settings, fastest first, that may get a full evaluation
 
 
 def _with_params(cand: Candidate, params: dict) -> Candidate:
@@ -78,9 +81,13 @@ class Tuner:
         self.config = config or TunerConfig()
         self.cache = TuningCache(self.config.cache_path)
 
-    def tune(self, *, task: Task, candidate: Candidate, measure: Measure, device: str) -> TuneResult:
-        """Measure settings of `candidate`'s TUNABLE with `measure` and return the best
-        correct one (fastest median). A candidate without TUNABLE is measured once."""
+    def tune(self, *, task: Task, candidate: Candidate, measure: Measure, device: str,
+             screen: Screen | None = None) -> TuneResult:
+        """Measure settings of `candidate`'s TUNABLE and return the best correct one
+        (fastest median). With `screen`, every setting is screened in one job and only the
+        fastest screened ones (at most FINALISTS, until one is correct) get a full
+        evaluation by `measure`; without it each setting is a full evaluation. A candidate
+        without TUNABLE is measured once."""
         try:
             tunable = read_tunable(candidate.source)
         except SpaceError as e:
@@ -94,11 +101,16 @@ class Tuner:
             if res.correct:
                 recs = [TuningRecord(**r) for r in hit.get("records", [])]
                 return TuneResult(best, _annotate(res, recs, "cached"), tuple(recs), from_cache=True)
+        budget = int(self.config.budget) if tunable else 1
+        settings = points(tunable, limit=budget, exhaustive_max=int(self.config.exhaustive_max),
+                          seed=int(self.config.seed), start=_valid_start(candidate.params, tunable))
+        if screen is not None and tunable:
+            settings = list(settings)[:budget]
+            if len(settings) > 1:
+                return self._screened(key, tunable, candidate, settings, measure, screen)
         records: list[TuningRecord] = []
         best_c, best_r = None, None
-        budget = int(self.config.budget) if tunable else 1
-        for params in points(tunable, limit=budget, exhaustive_max=int(self.config.exhaustive_max),
-                             seed=int(self.config.seed), start=_valid_start(candidate.params, tunable)):
+        for params in settings:
             cand = _with_params(candidate, params)
             res = measure(cand)
             records.append(TuningRecord(params=dict(params), correct=bool(res.correct), runtime_ms=res.runtime_ms,
@@ -115,6 +127,29 @@ class Tuner:
         self.cache.put(key, {"params": best_c.params, "runtime_ms": best_r.runtime_ms,
                              "records": [r.to_dict() for r in records], "space_size": size(tunable)})
         return TuneResult(best_c, _annotate(best_r, records, "tuned"), tuple(records))
+
+
+    def _screened(self, key: str, tunable: dict, candidate: Candidate, settings: list, measure: Measure,
+                  screen: Screen) -> TuneResult:
+        screened = list(screen(candidate, settings))
+        records = [TuningRecord(params=dict(p.params), correct=p.ok, runtime_ms=p.runtime_ms, speedup_eager=None,
+                                stage=int(Stage.CORRECT) if p.ok else int(Stage.RUNTIME), error=p.error[:300])
+                   for p in screened]
+        ranked = sorted((p for p in screened if p.ok and p.runtime_ms), key=lambda p: p.runtime_ms)
+        last = None
+        for point in ranked[:FINALISTS]:
+            cand = _with_params(candidate, point.params)
+            last = measure(cand)
+            if last.correct:
+                self.cache.put(key, {"params": cand.params, "runtime_ms": last.runtime_ms,
+                                     "records": [r.to_dict() for r in records], "space_size": size(tunable)})
+                return TuneResult(cand, _annotate(last, records, "screened"), tuple(records))
+        if last is None:  # nothing passed the screen: the default setting's full verdict
+            last = measure(candidate)
+            if last.correct:
+                return TuneResult(candidate, _annotate(last, records, "screened: only the default passed"),
+                                  tuple(records))
+        return TuneResult(candidate, _annotate(last, records, "no correct setting"), tuple(records))
 
 
 def _valid_start(params: dict, tunable: dict) -> dict:

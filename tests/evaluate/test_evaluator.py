@@ -137,7 +137,7 @@ def test_secrets_never_reach_the_worker_or_the_result(ev, relu):
 
 
 def test_large_speedups_are_rechecked(ev, relu, monkeypatch):
-    monkeypatch.setattr(ev, "_baseline", lambda task: __import__(
+    monkeypatch.setattr(ev, "_baseline", lambda task, *phases: __import__(
         "foundry.evaluate.baselines", fromlist=["Baseline"]).Baseline(eager_ms=1e6, compile_ms=None))
     r = ev.evaluate(task=relu, candidate=cand(relu, HONEST))
     assert r.correct and r.metrics.get("speedup_rechecked") and r.metrics.get("recheck_runtime_ms")

@@ -218,7 +218,7 @@ def test_the_memory_cap_names_itself_when_it_fires(tmp_path_factory, big_task):
         "memory_mb": 600, "baseline_cache_dir": str(tmp_path_factory.mktemp("bl"))}))
     try:
         ev._sizes[big_task.source_hash] = (0, 0)  # no scaling: the configured cap holds
-        ev._reference_ops(big_task)
+        ev._task_setup(big_task)
         ev._sizes[big_task.source_hash] = (0, 0)
         r = ev.evaluate(task=big_task, candidate=Candidate.make(task_id=big_task.task_id, source=hog,
                                                                 backend="c"))

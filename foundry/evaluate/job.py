@@ -1,0 +1,118 @@
+"""What the judge asks a sandbox worker to do: one typed job, sent as JSON.
+
+The judge builds a `Job`, `protocol.write_job` frames it on the job pipe, and the worker
+reads it back with `protocol.read_job` (both ends of the framing live in protocol.py).
+`Job.from_json` validates every field, so a malformed job fails loudly in the worker
+instead of being read by string keys somewhere deep in the harness.
+
+Kinds:
+- "candidate": load the candidate, run every trial, repeat trial 0, then the timing protocol;
+- "baseline": time the task's own `Model` (eager, then torch.compile when asked);
+- "screen": for each of `points` (TUNABLE settings), load the candidate with those
+  params, run trial 0's inputs once and time it with the same protocol on one input set;
+  the judge keeps only what it needs to pick finalists, which then get a full evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+KINDS = ("candidate", "baseline", "screen")
+
+
+class JobError(ValueError):
+    """A job whose fields are missing or of the wrong type."""
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    task_id: str
+    path: str
+    source: str
+    overrides: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One trial's inputs: a seed, a distribution ("standard" | "heavy") and the variant
+    (index into `Job.variants`: 0 is the task's own sizes)."""
+
+    seed: int
+    distribution: str
+    variant: int = 0
+
+
+@dataclass(frozen=True)
+class TimingSpec:
+    """Which trials' inputs the timing protocol runs on, and the protocol's parameters
+    (warmup_ms, min_ms, min_calls, max_calls, block_ms, tf32)."""
+
+    sets: tuple
+    params: dict
+
+
+@dataclass(frozen=True)
+class CandidateSpec:
+    source: str
+    backend: str
+    params: dict = field(default_factory=dict)
+    launch_key: str | None = None
+    worker_setup: str | None = None
+    record_ops: bool = True
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: str
+    device: str
+    threads: int
+    task: TaskSpec
+    variants: tuple  # size overrides per variant (dicts)
+    init_seed: int
+    trials: tuple  # TrialSpec
+    timing: TimingSpec | None = None
+    candidate: CandidateSpec | None = None
+    compile_baseline: bool = False
+    points: tuple = ()  # screen jobs: the TUNABLE settings, in order
+    cuda_ipc: bool = False  # set by the sandbox when the judge imports CUDA outputs
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise JobError(f"job kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.kind in ("candidate", "screen") and self.candidate is None:
+            raise JobError(f"a {self.kind} job needs a candidate")
+        if self.kind == "screen" and (self.timing is None or not self.points):
+            raise JobError("a screen job needs points and a timing spec")
+        for t in self.trials:
+            if not 0 <= t.variant < len(self.variants):
+                raise JobError(f"trial variant {t.variant} outside the job's {len(self.variants)} variants")
+
+    @property
+    def main_trials(self) -> list[int]:
+        """Indices of the trials at the task's own sizes."""
+        return [i for i, t in enumerate(self.trials) if t.variant == 0]
+
+    def to_json(self) -> bytes:
+        return json.dumps(asdict(self)).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str) -> "Job":
+        try:
+            raw = json.loads(data)
+            timing = raw.get("timing")
+            cand = raw.get("candidate")
+            return cls(kind=str(raw["kind"]), device=str(raw["device"]), threads=int(raw["threads"]),
+                       task=TaskSpec(**raw["task"]), variants=tuple(dict(v) for v in raw["variants"]),
+                       init_seed=int(raw["init_seed"]),
+                       trials=tuple(TrialSpec(**t) for t in raw["trials"]),
+                       timing=TimingSpec(sets=tuple(int(i) for i in timing["sets"]), params=dict(timing["params"]))
+                       if timing else None,
+                       candidate=CandidateSpec(**cand) if cand else None,
+                       compile_baseline=bool(raw.get("compile_baseline", False)),
+                       points=tuple(dict(p) for p in raw.get("points") or ()),
+                       cuda_ipc=bool(raw.get("cuda_ipc", False)))
+        except JobError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise JobError(f"malformed job: {type(e).__name__}: {e}") from None
