@@ -11,17 +11,32 @@ from foundry.types import Task
 BACKENDS = ("c", "triton")
 
 
-def reference_and_inputs(task: Task, *, seed: int = 0):
-    """Build the task's Model (seeded) and one set of its inputs on the CPU."""
+def reference_and_inputs(task: Task, *, seed: int = 0, device: str = "cpu"):
+    """Build the task's Model (seeded) and one set of its inputs on `device` ("meta":
+    shapes and dtypes only, no memory and no arithmetic)."""
     module = build_module(task)
     torch.manual_seed(seed)
-    init = module.get_init_inputs()
-    model = module.Model(*init)
-    inputs = module.get_inputs()
+    with torch.device(device):
+        init = module.get_init_inputs()
+        model = module.Model(*init)
+        inputs = module.get_inputs()
     return model, list(init), list(inputs)
 
 
 _CACHE: dict = {}
+
+
+def _describe(task: Task):
+    """Shapes are all a Description needs: trace on the meta device (a task at its
+    published size costs nothing there), on the CPU where meta tensors do not run."""
+    try:
+        model, _, inputs = reference_and_inputs(task, device="meta")
+        return describe(model, inputs)
+    except NotCovered:
+        raise
+    except Exception:  # noqa: BLE001 - an op without a meta kernel, a value read, ...
+        model, _, inputs = reference_and_inputs(task)
+        return describe(model, inputs)
 
 
 def describe_task(task: Task):
@@ -29,8 +44,7 @@ def describe_task(task: Task):
     key = (task.task_id, task.source_hash)
     if key not in _CACHE:
         try:
-            model, _, inputs = reference_and_inputs(task)
-            _CACHE[key] = describe(model, inputs)
+            _CACHE[key] = _describe(task)
         except NotCovered as e:
             _CACHE[key] = e
     hit = _CACHE[key]
