@@ -32,6 +32,7 @@ from foundry.evaluate.sandbox import JobOutcome, WarmWorker, run_job
 from foundry.evaluate.screening import ScreenCollector
 from foundry.evaluate.secrets import Scrubber, clean_env, truncate
 from foundry.evaluate.static_checks import check_source
+from foundry.evaluate.task_size import TaskTooLarge, available_bytes, check_fits, meta_size
 from foundry.evaluate.timing_report import analyze
 from foundry.evaluate.trial_inputs import small_sizes, tensor_bytes
 from foundry.evaluate.verdict import (Findings, check_consistency, check_probes, check_trials, decode,
@@ -69,6 +70,7 @@ class Evaluator:
         self._baselines = BaselineCache(self.config.baseline_cache_dir)
         self._degeneracy: dict[str, Degeneracy] = {}
         self._ref_ops: dict[str, frozenset] = {}
+        self._too_large: dict[str, str] = {}  # task -> why it cannot be judged here
         self.hardware = self.device.hardware_id(self.config.threads)
         self.isolated = self.config.isolation != "none" and isolation.available()
         if self.config.isolation == "required" and not self.isolated:
@@ -106,7 +108,10 @@ class Evaluator:
             why = failed.error if failed is not None else "; ".join(static.reasons.values())
             return tuple(ScreenedPoint(p, False, None, why) for p in points)
         cfg = self.config
-        ref_ops = self._task_setup(task)
+        try:
+            ref_ops = self._task_setup(task)
+        except TaskTooLarge as e:
+            return tuple(ScreenedPoint(p, False, None, str(e)) for p in points)
         base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
         trial = trial_plan(1, base)[0]
         trials = (TrialSpec(trial.seed, trial.distribution, 0),)
@@ -151,7 +156,10 @@ class Evaluator:
         f = Findings()
         for name in static.flags:
             f.flag(name, f"static check: {static.reasons[name]}")
-        ref_ops = self._task_setup(task, phases)
+        try:
+            ref_ops = self._task_setup(task, phases)
+        except TaskTooLarge as e:
+            return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",), error=str(e))
         job = self._candidate_job(task, cand, backend)
         out = self._run(job, deadline_s=self.config.timeout_s, stop_early=bool(f.flags),
                         reference_ops=ref_ops, task=task)
@@ -457,8 +465,11 @@ class Evaluator:
         output exists yet."""
         key = task.source_hash
         phases = phases or PhaseTimes()
+        if key in self._too_large:
+            raise TaskTooLarge(self._too_large[key])
         if key not in self._ref_ops:
             with phases.measure("task_setup"):
+                self._check_fits(task)
                 try:
                     from foundry.evaluate.harness import OpRecorder
                     model = self._reference.model(task, {}, 12345)
@@ -472,6 +483,23 @@ class Evaluator:
                 except Exception:  # noqa: BLE001 - a failing task is reported by the worker
                     self._ref_ops[key] = frozenset()
         return self._ref_ops[key]
+
+    def _check_fits(self, task: Task) -> None:
+        """Size the task on the meta device and fail, naming it and its sizes, when one
+        evaluation cannot fit in this judge's device (or host) memory."""
+        size = meta_size(task)
+        if size is None:
+            return
+        cfg = self.config
+        large = is_large((size.input_bytes, size.output_bytes), cfg)
+        full = min(cfg.trials, cfg.full_size_trials) if large else cfg.trials
+        try:
+            check_fits(task, size, available_bytes=available_bytes(cfg.device), full_trials=full,
+                       timing_sets=min(TIMING_SETS, full),
+                       where="GPU memory" if cfg.device == "cuda" else "host memory")
+        except TaskTooLarge as e:
+            self._too_large[task.source_hash] = str(e)
+            raise
 
     def _check_degenerate(self, task: Task, outputs: list) -> Degeneracy:
         key = task.source_hash
@@ -495,7 +523,10 @@ class Evaluator:
         cached = self._baselines.get(key)
         if cached and cached.eager_ms and (cached.compile_ms or cached.error or not cfg.compile_baseline):
             return cached
-        self._task_setup(task, phases)
+        try:
+            self._task_setup(task, phases)
+        except TaskTooLarge as e:
+            return Baseline(eager_ms=None, error=str(e))
         trials = tuple(TrialSpec(s.seed, "standard", 0) for s in trial_plan(TIMING_SETS, BASELINE_SEED))
         job = Job(kind="baseline", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
                   variants=({},), init_seed=BASELINE_SEED, trials=trials, timing=self._timing(trials, None),

@@ -121,3 +121,17 @@ def test_a_screened_tuning_costs_one_screen_and_one_full_evaluation(ev, relu):
     assert tuned.result.correct and tuned.candidate.params == {"MODE": 0}
     assert tuned.result.metrics["tuning_status"] == "screened"
     assert sum(r.correct for r in tuned.records) == 2
+
+
+def test_a_task_too_large_for_the_judge_fails_naming_itself_and_its_sizes(ev, tmp_path):
+    path = tmp_path / "huge_relu.py"
+    path.write_text((ROOT / "benchmarks" / "smoke" / "relu.py").read_text()
+                    .replace("batch_size = 16\n", "batch_size = 1 << 20\n").replace("SMALL_SIZES", "_UNUSED"))
+    task = load_task(path)  # 1M x 16384 fp32: 64 GiB per input, sized on the meta device only
+    r = ev.evaluate(task=task, candidate=Candidate.make(task_id=task.task_id, source=HONEST, backend="c"))
+    assert not r.correct and "task_error" in r.flags
+    assert "huge_relu" in r.error and "68.72 GB" in r.error and "host memory" in r.error, r.error
+    assert r.eval_s < 5
+    again = ev.screen(task=task, candidate=Candidate.make(task_id=task.task_id, source=MODES, backend="c"),
+                      points=[{"MODE": 0}, {"MODE": 2}])
+    assert not any(p.ok for p in again) and "too large" in again[0].error

@@ -1,0 +1,82 @@
+"""How much memory a task's evaluation needs, known before anything is allocated.
+
+The task's inputs and outputs are sized on the meta device (shapes and dtypes only), so
+a task too large for the device or the host fails at its first evaluation with a message
+naming the task and its sizes, instead of an out-of-memory error deep in a worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from foundry.evaluate.trial_inputs import tensor_bytes
+from foundry.tasks.loader import build_module
+from foundry.types import Task
+
+GB = 1e9
+
+
+class TaskTooLarge(RuntimeError):
+    """The task's evaluation cannot fit in the memory the judge has."""
+
+
+@dataclass(frozen=True)
+class TaskSize:
+    input_bytes: int  # one trial's inputs
+    output_bytes: int  # one trial's outputs
+
+    def evaluation_bytes(self, *, full_trials: int, timing_sets: int) -> int:
+        """Peak bytes of one evaluation while the worker runs: the worker's trial and
+        timing inputs and its timed outputs, plus the outputs the judge has received by
+        then (every trial's, the repeat's and the timed runs')."""
+        worker = self.input_bytes * (full_trials + timing_sets) + self.output_bytes * timing_sets
+        received = self.output_bytes * (full_trials + 1 + timing_sets)
+        return worker + received
+
+
+def meta_size(task: Task) -> TaskSize | None:
+    """The task's per-trial data sizes from a forward on meta tensors; None when its
+    forward does not run there (it is then sized by a real forward)."""
+    try:
+        module = build_module(task)
+        with torch.device("meta"), torch.no_grad():
+            model = module.Model(*module.get_init_inputs())
+            inputs = list(module.get_inputs())
+            out = model(*inputs)
+        return TaskSize(tensor_bytes(inputs), tensor_bytes(out))
+    except Exception:  # noqa: BLE001 - data-dependent shapes, ops without meta kernels, ...
+        return None
+
+
+def check_fits(task: Task, size: TaskSize, *, available_bytes: int, where: str, full_trials: int,
+               timing_sets: int) -> None:
+    """Raise TaskTooLarge, naming the task and its sizes, when one evaluation needs more
+    than `available_bytes` of `where` ("GPU memory", "host memory")."""
+    need = size.evaluation_bytes(full_trials=full_trials, timing_sets=timing_sets)
+    if available_bytes and need > available_bytes:
+        raise TaskTooLarge(
+            f"task {task.task_id} is too large for this judge: one trial's inputs are "
+            f"{size.input_bytes / GB:.2f} GB and its outputs {size.output_bytes / GB:.2f} GB; an evaluation "
+            f"({full_trials} full-size trials, {timing_sets} timing sets) needs about {need / GB:.1f} GB of "
+            f"{where}, {available_bytes / GB:.1f} GB is there. Give the task smaller sizes "
+            f"(SMALL_SIZES with tasks.profile=small) or fewer trials (evaluator.full_size_trials).")
+
+
+def available_bytes(device: str) -> int:
+    """Total memory of the judge's CUDA device, or the host's available memory (0 when
+    unknown)."""
+    if device == "cuda":
+        try:
+            return int(torch.cuda.mem_get_info()[1])
+        except Exception:  # noqa: BLE001
+            return 0
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
