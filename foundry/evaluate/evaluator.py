@@ -24,8 +24,8 @@ from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.degeneracy import Degeneracy, external_check, minimal_check
 from foundry.evaluate.device import get_device
 from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
-from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, timing_spec,
-                                       trials_for, variants_for)
+from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
+                                       timing_spec, trials_for, variants_for)
 from foundry.evaluate.phases import PhaseTimes, worker_phases
 from foundry.evaluate.reference import ReferenceRunner, output_dtype
 from foundry.evaluate.sandbox import JobOutcome, WarmWorker, run_job
@@ -117,7 +117,7 @@ class Evaluator:
         trials = (TrialSpec(trial.seed, trial.distribution, 0),)
         job = Job(kind="screen", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
                   variants=({},), init_seed=init_seed_for(base), trials=trials,
-                  timing=dataclasses.replace(self._timing(trials, backend), sets=(0,)),
+                  timing=screen_timing(self._timing(trials, backend)),
                   candidate=self._candidate_spec(candidate, backend), points=points)
         reference = self._reference_outputs(task, job, [0])[0]
         collector = ScreenCollector(points=points, reference=reference, atol=self._tolerance(task)[0],

@@ -11,6 +11,7 @@ from foundry.types import Task
 
 TIMING_SETS = 3
 MIB = 1 << 20
+SCREEN_MIN_MS, SCREEN_MIN_CALLS, SCREEN_WARMUP_MS = 40.0, 5, 10.0
 
 
 def is_large(sizes: tuple[int, int], config: EvalConfig) -> bool:
@@ -61,6 +62,15 @@ def timing_spec(config: EvalConfig, trials: tuple, *, interpreter: bool = False)
                       warmup_ms=0.0)
     main = [i for i, t in enumerate(trials) if t.variant == 0]
     return TimingSpec(sets=tuple(main[:TIMING_SETS]), params=params)
+
+
+def screen_timing(full: TimingSpec) -> TimingSpec:
+    """A screened point's timing: the same protocol (events, L2 flush, blocks, median) on
+    one input set over a shorter window; only finalists are timed in full."""
+    p = dict(full.params)
+    p.update(min_ms=min(float(p["min_ms"]), SCREEN_MIN_MS), min_calls=min(int(p["min_calls"]), SCREEN_MIN_CALLS),
+             warmup_ms=min(float(p["warmup_ms"]), SCREEN_WARMUP_MS))
+    return TimingSpec(sets=full.sets[:1], params=p)
 
 
 def memory_caps(config: EvalConfig, sizes: tuple[int, int], job: Job) -> tuple[int, int]:

@@ -1,0 +1,133 @@
+"""Judged candidates per minute per GPU: the real main job (Ray, llm=none, the template
+engine and tuner, the sandboxed judge) on KernelBench problems at their published sizes.
+
+    python benchmarks/kernelbench_throughput.py [--path ../shared/kernelbench]
+        [--problems 1/21 1/24 ...] [--wall-s 240] [--runs 2] [--checkout DIR]
+        [--override key=value ...] [--out throughput.json]
+
+The chosen problem files are linked into a temporary folder (`levelN/` kept, so task ids
+stay `levelN/<name>`), and `python -m foundry tasks=kernelbench tasks.path=<that folder>`
+runs on it `--runs` times in a row: the first pays each task's first-time setup
+(baselines, degeneracy, compiles: cached on disk), the later ones show the steady state.
+Per run: evaluations recorded, the rate over the whole run and in the steady state (the
+middle 80% of evaluations by their log timestamps), a tuned candidate counted once; the
+driver's wall time against its budget; the judge's phases summed over the run's results.
+`--checkout DIR` runs another checkout's `python -m foundry` (e.g. an older commit) on
+the same problems, for a before/after comparison in one invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# level-1 pointwise, softmax, norm, reduction, scan and loss problems and level-2 GEMM
+# chains that the template engine covers; eager times 2-9 ms each on an H200
+DEFAULT_PROBLEMS = ["1/21", "1/24", "1/26", "1/29", "1/40", "1/47", "1/89", "1/100",
+                    "2/9", "2/12", "2/29", "2/76"]
+
+
+def link_problems(src: Path, problems: list[str], dest: Path) -> list[str]:
+    """Symlink `level/number` problems of `src` into `dest/levelN/`; their task ids."""
+    ids = []
+    for spec in problems:
+        level, number = spec.split("/")
+        folder = src / f"level{level}"
+        matches = sorted(p for p in folder.glob("*_*.py") if p.name.split("_", 1)[0].isdigit()
+                         and int(p.name.split("_", 1)[0]) == int(number))
+        if not matches:
+            raise SystemExit(f"no problem {spec} in {folder}")
+        (dest / f"level{level}").mkdir(parents=True, exist_ok=True)
+        (dest / f"level{level}" / matches[0].name).symlink_to(matches[0].resolve())
+        ids.append(f"level{level}/{matches[0].stem}")
+    return ids
+
+
+def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
+    from foundry.store import read_evaluations
+    records = read_evaluations(run_dir)
+    meta = json.loads((run_dir / "run.json").read_text()) if (run_dir / "run.json").exists() else {}
+    times = sorted(r.recorded_at for r in records)
+    n = len(times)
+    steady = float("nan")
+    if n >= 10 and times[(9 * n) // 10] > times[n // 10]:
+        steady = 60 * 0.8 * n / (times[(9 * n) // 10] - times[n // 10])
+    phases: dict[str, float] = {}
+    for r in records:
+        for k, v in (r.result.metrics or {}).get("phases", {}).items():
+            if isinstance(v, (int, float)):
+                phases[k] = phases.get(k, 0.0) + float(v)
+    per_task: dict[str, dict] = {}
+    for r in records:
+        t = per_task.setdefault(r.result.task_id, {"evaluations": 0, "correct": 0, "best_speedup_eager": None,
+                                                   "best_speedup_compile": None})
+        t["evaluations"] += 1
+        t["correct"] += int(r.result.correct)
+        for key, value in (("best_speedup_eager", r.result.speedup_eager),
+                           ("best_speedup_compile", r.result.speedup_compile)):
+            if r.result.correct and value and (t[key] is None or value > t[key]):
+                t[key] = value
+    first_to_last = times[-1] - times[0] if n > 1 else 0.0
+    return {"evaluations": n, "correct": sum(r.result.correct for r in records),
+            "per_min_steady": steady, "per_min_whole_run": 60 * n / wall_s if wall_s else float("nan"),
+            "per_min_first_to_last": 60 * (n - 1) / first_to_last if first_to_last else float("nan"),
+            "wall_s": wall_s, "budget_s": budget_s, "over_budget_s": wall_s - budget_s,
+            "stop_reason": meta.get("stop_reason"), "gpus": meta.get("gpus"),
+            "phases_s": {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])},
+            "tasks": per_task}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--path", default=str(ROOT.parent / "shared" / "kernelbench"))
+    ap.add_argument("--problems", nargs="+", default=DEFAULT_PROBLEMS, help="level/number")
+    ap.add_argument("--wall-s", type=float, default=240.0, help="budget.wall_time_s of each run")
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--checkout", default=str(ROOT), help="the checkout whose `python -m foundry` runs")
+    ap.add_argument("--override", nargs="*", default=[], help="more Hydra overrides")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="kb-problems-"))
+    ids = link_problems(Path(a.path), a.problems, tmp / "tasks")
+    print(f"{len(ids)} problems: {', '.join(ids)}", flush=True)
+    levels = ",".join(sorted({spec.split("/")[0] for spec in a.problems}, key=int))
+    checkout = Path(a.checkout).resolve()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")])}
+    runs = []
+    for k in range(a.runs):
+        run_dir = tmp / f"run{k}"
+        cmd = [sys.executable, "-m", "foundry", "tasks=kernelbench", f"tasks.path={tmp / 'tasks'}",
+               f"tasks.level=[{levels}]", "tasks.ids=null", "budget.evaluations=100000",
+               f"budget.wall_time_s={a.wall_s}", "run.progress=log", "run.progress_every_s=30",
+               f"hydra.run.dir={run_dir}", *a.override]
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        (tmp / f"run{k}.log").write_text(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+        if proc.returncode != 0:
+            print(f"run {k} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}", flush=True)
+        summary = summarize(run_dir, wall_s=wall, budget_s=a.wall_s) if (run_dir / "evaluations").exists() \
+            else {"evaluations": 0, "wall_s": wall}
+        summary.update(run=k, exit_code=proc.returncode, checkout=str(checkout))
+        runs.append(summary)
+        print(json.dumps({key: v for key, v in summary.items() if key != "tasks"}, default=str), flush=True)
+        for task, t in sorted(summary.get("tasks", {}).items()):
+            print(f"  {task}: {t['evaluations']} evaluations, {t['correct']} correct, best vs eager "
+                  f"{t['best_speedup_eager']}, vs compile {t['best_speedup_compile']}", flush=True)
+    if a.out:
+        Path(a.out).write_text(json.dumps({"problems": ids, "runs": runs}, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
