@@ -129,6 +129,6 @@ class RunOptions(_FromConfig):
     poll_s: float = _field("float", 0.5, min=0.01)
     progress: str = _field("str", "auto", choices=("auto", "live", "log", "off"))
     progress_every_s: float = _field("float", 10.0, min=0.1)  # plain log lines when not a TTY
-    stop_timeout_s: float = _field("float", 60.0, min=0)  # wait for in-flight work at the end
+    stop_timeout_s: float = _field("float", 60.0, min=0)  # longest wait for in-flight work at the end
     evaluator_impl: str | None = _field("str", None, nullable=True)  # "module:factory" stand-in
     proposer_impl: str | None = _field("str", None, nullable=True)  # "module:factory" stand-in

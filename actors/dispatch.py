@@ -8,12 +8,18 @@ fails with `EvaluationLost`. A worker whose evaluator lost `give_up_after` calls
 stops. The evaluation budget (total and per key) is counted here, at submission, so it
 is exact however many islands submit. `on_settle(payload, result, error)` is called
 once per item when it settles, in the worker, whether or not its submitter still waits.
+
+`abandon(reason)` ends the wait for everything queued or being evaluated (when a run
+stops before its evaluations end): each such item's submitter gets `Refused`, the item
+never settles (`on_settle` is not called for it, whenever its call returns), and it is
+returned as `Abandoned` (which worker had it, for how long) so the caller can record it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
@@ -41,6 +47,18 @@ class _Item:
     payload: Any
     future: asyncio.Future
     attempts: int = 0
+    worker: str = ""  # the worker evaluating it now ("" while queued)
+    started: float | None = None  # monotonic time its current call began
+    abandoned: bool = False
+
+
+@dataclass(frozen=True)
+class Abandoned:
+    """An item still queued or being evaluated when the balancer gave up waiting."""
+
+    payload: Any
+    worker: str  # "" when it was still queued
+    running_s: float | None  # how long its evaluation had run (None: still queued)
 
 
 @dataclass
@@ -67,6 +85,8 @@ class Balancer:
     _tasks: list = field(default_factory=list)
     _closed: dict = field(default_factory=dict)  # key -> reason; "" key: everything
     _submitted: int = 0
+    _live: dict = field(default_factory=dict)  # id(item) -> item, queued or being evaluated
+    _abandoned: list = field(default_factory=list)  # Abandoned, in the order given up
 
     @property
     def queue(self) -> asyncio.Queue:
@@ -104,20 +124,43 @@ class Balancer:
         """Queue `payload` and return what the evaluator call returned for it."""
         self._admit(key)
         item = _Item(payload, asyncio.get_running_loop().create_future())
+        self._live[id(item)] = item
         await self.queue.put(item)
         return await item.future
+
+    def abandon(self, reason: str) -> list[Abandoned]:
+        """Refuse further work and stop waiting for anything queued or being evaluated;
+        returns every item abandoned so far (calling it again returns them again)."""
+        self.close(reason)
+        now = time.monotonic()
+        for item in list(self._live.values()):
+            item.abandoned = True
+            running = None if item.started is None else now - item.started
+            self._abandoned.append(Abandoned(payload=item.payload, worker=item.worker, running_s=running))
+            if not item.future.done():
+                item.future.set_exception(Refused(reason, scope="all"))
+        self._live.clear()
+        while not self.queue.empty():
+            self.queue.get_nowait()
+        return list(self._abandoned)
 
     async def _work(self, name: str, call: Callable[[Any], Awaitable[Any]]) -> None:
         stats = self.workers[name]
         while stats.alive:
             item = await self.queue.get()
+            if item.abandoned:
+                continue
             stats.busy += 1
+            item.worker, item.started = name, time.monotonic()
             try:
                 result = await call(item.payload)
             except WorkerLost as e:
                 stats.busy -= 1
                 stats.lost += 1
                 stats.consecutive_lost += 1
+                item.worker, item.started = "", None
+                if item.abandoned:
+                    continue
                 item.attempts += 1
                 if item.attempts >= self.max_attempts:
                     self._settle(item, None, EvaluationLost(
@@ -141,6 +184,9 @@ class Balancer:
             self._settle(item, result, None)
 
     def _settle(self, item: _Item, result: Any, error: BaseException | None) -> None:
+        if item.abandoned:  # already handed back by `abandon`
+            return
+        self._live.pop(id(item), None)
         if self.on_settle is not None:
             try:
                 self.on_settle(item.payload, result, error)
@@ -161,6 +207,7 @@ class Balancer:
 
     def stats(self) -> dict:
         return {"submitted": self._submitted, "queued": self.queue.qsize(), "requeued": self.requeued,
+                "abandoned": len(self._abandoned),
                 "busy": sum(w.busy for w in self.workers.values()),
                 "workers": {n: vars(w).copy() for n, w in self.workers.items()}}
 

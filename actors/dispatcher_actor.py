@@ -1,10 +1,12 @@
 """`DispatcherActor`: the one place candidates are queued and balanced over evaluators
 (an async actor over `actors.dispatch.Balancer`). It also files every finished
 evaluation of an island in a `Ledger` until the driver has claimed it, so an island
-killed mid-run loses no evaluated candidate."""
+killed mid-run loses no evaluated candidate. When the run stops waiting, `abandon` hands
+the driver what was still queued or being evaluated, as `Unfinished` records."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import ray
@@ -13,6 +15,7 @@ from ray.exceptions import RayActorError
 from actors.dispatch import Balancer, EvaluationLost, Refused, WorkerLost
 from actors.evaluation import as_logged
 from actors.ledger import Ledger, Settled
+from foundry.store.unfinished import Unfinished
 from foundry.types import Candidate, EvalResult, Stage, Task
 
 
@@ -58,7 +61,7 @@ class DispatcherActor:
         evaluated, result, name = _outcome(candidate, value, error)
         self.ledger.file(origin=origin, submitted_id=candidate.candidate_id, settled=Settled(
             island_index=candidate.island_id, candidate=as_logged(submitted=candidate, evaluated=evaluated),
-            result=result, evaluator=name))
+            result=result, evaluator=name, submitted_id=candidate.candidate_id))
 
     async def add_evaluators(self, handles: dict, slots: int = 1) -> None:
         for name, handle in handles.items():
@@ -81,12 +84,21 @@ class DispatcherActor:
     def mark_dead(self, island_index: int) -> int:
         return self.ledger.mark_dead(island_index=island_index)
 
-    def sync_ledger(self, claims: dict[str, list[str]]) -> list[Settled]:
+    def sync_ledger(self, claims: dict[str, list[str]], final: bool = False) -> list[Settled]:
         """Apply the driver's claims ({origin: submitted ids it drained}), then hand over
-        the orphans (finished evaluations of dead island incarnations)."""
+        the orphans (finished evaluations of dead island incarnations; `final`: of every
+        incarnation, as the driver drains no island again)."""
         for origin, ids in claims.items():
             self.ledger.claim(origin=origin, submitted_ids=ids)
-        return self.ledger.take_orphans()
+        return self.ledger.take_orphans(every_origin=final)
+
+    def abandon(self, reason: str) -> list[Unfinished]:
+        """Stop waiting for what is queued or being evaluated: its submitters are refused,
+        its results, should they still come, are dropped. Returns every candidate
+        abandoned so far (the same list again on a second call)."""
+        now = time.time()
+        return [Unfinished(candidate=a.payload[1], evaluator=a.worker, running_s=a.running_s, reason=reason,
+                           stopped_at=now) for a in self.balancer.abandon(reason)]
 
     def idle(self) -> bool:
         """Nothing queued and nothing being evaluated."""

@@ -1,11 +1,16 @@
 """What an evaluator actor does with one candidate (pure, no Ray): evaluate it, or, when
 it declares a parameter space (`TUNABLE`) and tuning is on, tune it with the evaluator
-as the measurement (foundry.tuning) and return the best setting and its result."""
+as the measurement (foundry.tuning) and return the best setting and its result.
+
+A tuned result's `metrics["phases"]` (the judge's seconds per phase of that one
+measurement) gets a "tuning" entry: the time spent measuring the other settings, so
+the phases of a result still add up to what its evaluation cost."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from typing import Any, Mapping
 
 from foundry.types import Candidate, EvalResult, Task
@@ -46,14 +51,46 @@ class EvaluationService:
             return self.evaluator.evaluate(task=task, candidate=candidate)
         return measure
 
+    def _screen(self, task: Task):
+        """The evaluator's one-job screening of TUNABLE settings, where it has one."""
+        screen = getattr(self.evaluator, "screen", None)
+        if screen is None:
+            return None
+
+        def run_screen(candidate: Candidate, settings: list):
+            self.measurements += 1
+            return screen(task=task, candidate=candidate, points=settings)
+        return run_screen
+
     def run(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult]:
         """(the candidate as evaluated, possibly with tuned params; its result)."""
         if self.tuner is None or not candidate.source or not _TUNABLE.search(candidate.source):
             return candidate, self._measure(task)(candidate)
         seen: dict[str, Candidate] = {candidate.candidate_id: candidate}
+        started, before = time.monotonic(), self.measurements
         tuned = self.tuner.tune(task=task, candidate=candidate, measure=self._measure(task, seen),
-                                device=self.device)
+                                device=self.device, screen=self._screen(task))
         if tuned.result is None:
-            return tuned.candidate, self._measure(task)(tuned.candidate)
+            result = self._measure(task)(tuned.candidate)
+            return tuned.candidate, with_tuning_phase(result, spent_s=time.monotonic() - started,
+                                                      measurements=self.measurements - before)
+        result = with_tuning_phase(tuned.result, spent_s=time.monotonic() - started,
+                                   measurements=self.measurements - before)
         # with no correct setting the tuner reports its last measurement: keep the pair matched
-        return seen.get(tuned.result.candidate_id, tuned.candidate), tuned.result
+        return seen.get(result.candidate_id, tuned.candidate), result
+
+
+def with_tuning_phase(result: EvalResult, *, spent_s: float, measurements: int) -> EvalResult:
+    """`result` (one of `measurements` that took `spent_s` in all) with the time of the
+    others added to its phases as "tuning"; unchanged after a single measurement."""
+    if measurements <= 1:
+        return result
+    metrics = dict(result.metrics or {})
+    phases = metrics.get("phases")
+    phases = dict(phases) if isinstance(phases, Mapping) else {}
+    others = max(0.0, spent_s - float(result.eval_s or 0.0))
+    previous = phases.get("tuning")
+    previous = float(previous) if isinstance(previous, (int, float)) and not isinstance(previous, bool) else 0.0
+    phases["tuning"] = round(previous + others, 6)
+    metrics["phases"] = phases
+    return dataclasses.replace(result, metrics=metrics)

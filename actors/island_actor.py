@@ -129,6 +129,9 @@ class IslandActor:
     def replay(self, records: list[tuple[Candidate, EvalResult]]) -> int:
         return self.worker.replay(records)
 
+    def resubmit(self, candidates: list[Candidate]) -> int:
+        return self.worker.resubmit(candidates)
+
     def checkpoint(self) -> None:
         self.worker.checkpoint(self.checkpoint_dir)
 

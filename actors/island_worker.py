@@ -5,12 +5,14 @@ build a request from the task's island (parent, inspirations, mode), ask the pro
 evolver for a prompt, call the proposer, submit the child for evaluation, add it to the
 parent's island (this one: a child always lands on its parent's island), report the
 outcome to the prompt evolver and put the record in the outbox the driver drains.
-`IslandActor` is a thin Ray shell over this class.
+Candidates handed over by `resubmit` (unfinished when a previous run stopped) are
+submitted first, without proposing. `IslandActor` is a thin Ray shell over this class.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -60,6 +62,7 @@ class IslandWorker:
         self.stop_reason = ""
         self.outbox: list[tuple[Candidate, EvalResult, str]] = []
         self.settled: list[str] = []  # ids of submitted children whose outcome is settled here
+        self.resubmits: list[Candidate] = []  # to evaluate again before proposing more
         self.llm_calls: list[dict] = []
         self.in_flight_ids: set[str] = set()
         self.proposed: dict[str, set] = {}  # ids of proposals already submitted, per task
@@ -106,10 +109,36 @@ class IslandWorker:
 
     async def _slot(self) -> None:
         while not self._stopping:
+            if self.resubmits:
+                await self.judge_again(self.resubmits.pop(0))
+                continue
             task_id = self._pick_task()
             if task_id is None:
                 return
             await self.step(task_id)
+
+    def resubmit(self, candidates: list[Candidate]) -> int:
+        """Queue candidates whose evaluation a stopped run did not wait for; they are
+        submitted before anything new is proposed. Returns how many were queued."""
+        queued = [c for c in candidates if c.task_id in self.hosts]
+        self.resubmits.extend(queued)
+        return len(queued)
+
+    async def judge_again(self, candidate: Candidate) -> None:
+        """Submit a queued candidate as it was proposed (on this island; parents this
+        island does not hold are dropped from its lineage). One already held here only
+        counts as settled; one of a retired task is skipped (it stays unfinished)."""
+        task_id, host = candidate.task_id, self.hosts[candidate.task_id]
+        cid = candidate.candidate_id
+        if task_id in self.retired:
+            return
+        if host.has_seen(cid) or cid in self.in_flight_ids:
+            self.settled.append(cid)
+            return
+        parents = tuple(p for p in candidate.parent_ids if host.has_seen(p))
+        child = dataclasses.replace(candidate, island_id=self.island_index, parent_ids=parents)
+        self.proposed.setdefault(task_id, set()).add(cid)  # proposed again later: a duplicate
+        await self._judge(task_id, child)
 
     async def step(self, task_id: str) -> None:
         """One child for `task_id`: propose, evaluate, insert."""
@@ -146,28 +175,37 @@ class IslandWorker:
             await asyncio.sleep(0)
             return
         self.duplicates[task_id] = 0
-        self.in_flight_ids.add(cid)
-        try:
-            evaluated, result, evaluator, refusal = await self.submit(task, child)
-        finally:
-            self.in_flight_ids.discard(cid)
         proposed.add(cid)  # tuning may turn it into a known candidate: never submit it again
-        if refusal:
-            scope, _, reason = refusal.partition(": ")
-            self.stop(reason) if scope == "all" else self.retire(task_id, reason)
+        result = await self._judge(task_id, child)
+        if result is None:
             return
-        self.settled.append(cid)
-        child = as_logged(submitted=child, evaluated=evaluated)  # tuned: the best params found
-        if host.has_seen(child.candidate_id):  # arrived meanwhile (a migrant, a twin, a tuned twin)
-            self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
-            return
-        result, _ = host.add(child, result)
-        self.outbox.append((child, result, evaluator))
         parent_fitness = request.parent_result.fitness if request.parent_result is not None else 0.0
         await self.prompts.report(prompt_id=prompt_id, island_id=self.island_index,
                                   improved=result.fitness > parent_fitness,
                                   fitness_delta=result.fitness - parent_fitness,
                                   correct=bool(result.correct))
+
+    async def _judge(self, task_id: str, child: Candidate) -> EvalResult | None:
+        """Submit `child`, insert what comes back and put it in the outbox; None when the
+        dispatcher refused it or the candidate (as evaluated) is already held here."""
+        task, host, cid = self.tasks[task_id], self.hosts[task_id], child.candidate_id
+        self.in_flight_ids.add(cid)
+        try:
+            evaluated, result, evaluator, refusal = await self.submit(task, child)
+        finally:
+            self.in_flight_ids.discard(cid)
+        if refusal:
+            scope, _, reason = refusal.partition(": ")
+            self.stop(reason) if scope == "all" else self.retire(task_id, reason)
+            return None
+        self.settled.append(cid)
+        child = as_logged(submitted=child, evaluated=evaluated)  # tuned: the best params found
+        if host.has_seen(child.candidate_id):  # arrived meanwhile (a migrant, a twin, a tuned twin)
+            self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
+            return None
+        result, _ = host.add(child, result)
+        self.outbox.append((child, result, evaluator))
+        return result
 
     # -- migration ---------------------------------------------------------
     def emigrants(self) -> dict[str, list]:

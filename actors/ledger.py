@@ -26,6 +26,7 @@ class Settled:
     candidate: Candidate  # the submitted child, with tuned params when tuning changed them
     result: EvalResult
     evaluator: str
+    submitted_id: str = ""  # the id the island submitted (tuning may have changed the candidate's)
 
 
 class Ledger:
@@ -54,7 +55,8 @@ class Ledger:
         self._dead |= gone
         return len(gone)
 
-    def take_orphans(self) -> list[Settled]:
-        """Finished evaluations of dead incarnations, removed from the ledger."""
-        keys = [k for k in self._open if k[0] in self._dead]
+    def take_orphans(self, *, every_origin: bool = False) -> list[Settled]:
+        """Finished evaluations of dead incarnations (of every incarnation, when the run
+        is stopping and will drain no island again), removed from the ledger."""
+        keys = [k for k in self._open if every_origin or k[0] in self._dead]
         return [self._open.pop(k) for k in keys]

@@ -1,15 +1,23 @@
 """The driver's side of the runtime: start the actors, drain results into the run
-directory, restart islands that died, migrate, enforce budgets, stop cleanly."""
+directory, restart islands that died, migrate, enforce budgets, stop cleanly.
+
+No call to an actor blocks the driver past a deadline: the watch loop's calls end at
+the wall-time budget at the latest (a drain that has not answered is collected at the
+next poll), and `stop` waits for work in flight at most `run.stop_timeout_s`, then takes
+at most `FINISH_S` more to hand over what finished, record what did not (as unfinished,
+never as evaluated), save checkpoints and kill every actor that is still running.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import GetTimeoutError, RayActorError, RayError
 
 from actors.dispatcher_actor import DispatcherActor
 from actors.evaluation import tuner_config
@@ -17,8 +25,12 @@ from actors.evaluator_actor import EvaluatorActor, evaluator_options
 from actors.island_actor import IslandActor
 from actors.prompt_actor import PromptEvolverActor
 from actors.proposer_actor import ProposerActor
+from foundry.store.rundir import write_atomic
+from foundry.store.unfinished import Unfinished, still_unfinished, write_unfinished
 
 log = logging.getLogger("foundry.run")
+FINISH_S = 5.0  # after the wait for work in flight: final drain, unfinished, checkpoints, kills
+DRAIN_S = 10.0  # longest a poll waits for the islands' drains
 
 
 def _llm_enabled(llm: dict) -> bool:
@@ -28,7 +40,8 @@ def _llm_enabled(llm: dict) -> bool:
 
 class Supervisor:
     def __init__(self, *, settings: Any, run_dir: Any, tasks: list, backend: str, gpus: int,
-                 prior: list, evlog: Any, progress: Any, view: Any):
+                 prior: list, evlog: Any, progress: Any, view: Any,
+                 unfinished: list[Unfinished] | tuple = ()):
         self.s, self.run_dir, self.tasks = settings, run_dir, {t.task_id: t for t in tasks}
         self.backend, self.gpus, self.evlog = backend, gpus, evlog
         self.progress, self.view = progress, view
@@ -46,6 +59,14 @@ class Supervisor:
         self.finished: dict[int, str] = {}
         self.peak_rss_mb: dict[str, float] = {}
         self.relaunches: dict[int, int] = {}
+        self.unfinished_before = list(unfinished)  # what earlier sessions did not finish
+        self.unfinished: list[Unfinished] = []  # what this session stopped waiting for
+        self.settled_ids: set[str] = set()  # ids of candidates whose evaluation settled this session
+        self.evaluators: dict[str, Any] = {}
+        self.dispatcher = self.prompt_actor = self.proposer_actor = None
+        self._drains: dict[int, Any] = {}  # island -> a drain call not collected yet
+        self._calls_ref: Any = None  # the prompt actor's drain of LLM calls, not collected yet
+        self._stopped = False
 
     def _note(self, cand, result, *, session: bool) -> None:
         self.by_island.setdefault(cand.island_id, []).append((cand, result))
@@ -77,10 +98,6 @@ class Supervisor:
             budget=budget, budget_per_key=s.budget.evaluations_per_task,
                                                  spent_per_key=spent)
         ray.get(self.dispatcher.add_evaluators.remote(self.evaluators, s.ray.slots_per_evaluator))
-        infos = ray.get([e.info.remote() for e in self.evaluators.values()])
-        from foundry.store.rundir import write_atomic
-        import json
-        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(infos, indent=2))
         self.prompt_actor = PromptEvolverActor.options(max_restarts=s.ray.max_restarts,
                                                        scheduling_strategy=here).remote(
             prompt=raw.get("prompt") or {}, llm=raw.get("llm") or {}, seed=self.s.seed,
@@ -102,8 +119,36 @@ class Supervisor:
                 island_index=i, tasks=self.tasks, settings=settings, dispatcher=self.dispatcher,
                 prompt_actor=self.prompt_actor, checkpoint_dir=str(self.run_dir.island_checkpoint_dir(i)))
         self._check_targets()
+        again = self._to_evaluate_again()
+        if again:
+            self.view.say(f"resuming: {sum(map(len, again.values()))} candidate(s) unfinished when the "
+                          "run stopped are evaluated again first")
         for i, actor in self.islands.items():
+            if again.get(i):
+                actor.resubmit.remote(again[i])
             self._launch(i)
+        self._write_evaluator_infos()  # the islands propose meanwhile; their work queues
+
+    def _write_evaluator_infos(self) -> None:
+        """evaluators.json: what each evaluator says about itself; one that has not started
+        by the wall-time budget is listed as not started (the run goes on without waiting)."""
+        refs = {name: e.info.remote() for name, e in self.evaluators.items()}
+        ready = _ready(list(refs.values()), self._left(None))
+        # one that answered with an error could not start (a bad evaluator config): raise it
+        infos = [ray.get(ref) if ref in ready else {"name": name, "started": False}
+                 for name, ref in refs.items()]
+        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(infos, indent=2))
+
+    def _to_evaluate_again(self) -> dict[int, list]:
+        """Earlier sessions' unfinished candidates of this run's tasks not logged since, by
+        island (an island index beyond this run's islands wraps around)."""
+        out: dict[int, list] = {}
+        count = len(self.islands)
+        for u in self.unfinished_before:
+            c = u.candidate
+            if c.task_id in self.tasks and (c.island_id, c.candidate_id) not in self.logged and count:
+                out.setdefault(c.island_id % count, []).append(c)
+        return out
 
     def _launch(self, i: int) -> None:
         actor = self.islands[i]
@@ -112,13 +157,26 @@ class Supervisor:
             actor.retire.remote(task_id, reason)
         self.runs[i] = actor.run.remote()
 
+    def _deadline(self) -> float | None:
+        b = self.s.budget.wall_time_s
+        return None if b is None else self.started + b
+
+    def _left(self, cap: float | None) -> float | None:
+        """Seconds a call may wait now: at most `cap` (None: no cap), and never past the
+        wall-time budget."""
+        deadline = self._deadline()
+        if deadline is None:
+            return cap
+        left = max(0.0, deadline - time.monotonic())
+        return left if cap is None else min(cap, left)
+
     # -- watch ------------------------------------------------------------------
     def start_and_watch(self) -> str:
         self._start_actors()
         last_migration = time.monotonic()
         while True:
             time.sleep(self.s.run.poll_s)
-            self._drain_all()
+            self._drain_all(timeout=self._left(DRAIN_S))
             self._check_runs()
             reason = self._check_budgets()
             if reason:
@@ -131,40 +189,55 @@ class Supervisor:
                 last_migration = time.monotonic()
             self.view.update()
 
-    def _drain_all(self, timeout: float = 10.0) -> None:
-        refs = {i: a.drain.remote() for i, a in self.islands.items()}
+    def _drain_all(self, timeout: float | None = DRAIN_S, *, final: bool = False) -> None:
+        """Log what the islands evaluated, waiting for their drains together, `timeout`
+        seconds at most; a drain not answered yet is collected at the next call (never
+        issued twice, so nothing it holds is lost). `final`: the dispatcher's ledger also
+        hands over what live islands had not handed over yet (no island is drained again)."""
+        until = None if timeout is None else time.monotonic() + timeout
+        for i, a in self.islands.items():
+            if i not in self._drains:
+                self._drains[i] = a.drain.remote()
+        if self._calls_ref is None:
+            self._calls_ref = self.prompt_actor.drain_calls.remote()
+        ready = set(_ready([*self._drains.values(), self._calls_ref], timeout))
         claims: dict[str, list] = {}
-        for i, ref in refs.items():
-            try:
-                out = ray.get(ref, timeout=timeout)
-            except (RayActorError, GetTimeoutError):
+        for i, ref in list(self._drains.items()):
+            if ref not in ready:
                 continue
-            self.peak_rss_mb[f"island-{i}"] = max(self.peak_rss_mb.get(f"island-{i}", 0.0),
-                                                  float(out.get("peak_rss_mb") or 0.0))
-            for cand, result, evaluator in out["records"]:
-                self.evlog.append(cand, result, evaluator=evaluator)
-                self._note(cand, result, session=True)
-            claims[out["origin"]] = out["settled"]
-            self._add_calls(out["llm_calls"])
-            for task_id, why in out["retired"].items():
-                if task_id in self.progress.tasks and not self.progress.tasks[task_id].status:
-                    self.progress.tasks[task_id].status = why
-        try:
-            orphans = ray.get(self.dispatcher.sync_ledger.remote(claims), timeout=timeout)
-        except (RayActorError, GetTimeoutError) as e:
-            log.warning("the dispatcher's ledger did not answer: %s", e)
-            orphans = []
-        self._log_orphans(orphans)
-        try:
-            self._add_calls(ray.get(self.prompt_actor.drain_calls.remote(), timeout=timeout))
-        except (RayActorError, GetTimeoutError):
-            pass
+            del self._drains[i]
+            out = _get(ref)
+            if out is not None:
+                claims[out["origin"]] = out["settled"]
+                self._take_drained(i, out)
+        if self._calls_ref in ready:
+            self._add_calls(_get(self._calls_ref) or [])
+            self._calls_ref = None
+        ledger_s = DRAIN_S if until is None else max(0.5, until - time.monotonic())
+        orphans = _get(self.dispatcher.sync_ledger.remote(claims, final), timeout=ledger_s)
+        if orphans is None:
+            log.warning("the dispatcher's ledger did not answer")
+        self._log_orphans(orphans or [], final=final)
 
-    def _log_orphans(self, orphans: list) -> None:
-        """Log what a dead island incarnation had evaluated but never handed over, with its
-        descriptor cell, and give it to the island's new incarnation."""
+    def _take_drained(self, i: int, out: dict) -> None:
+        self.peak_rss_mb[f"island-{i}"] = max(self.peak_rss_mb.get(f"island-{i}", 0.0),
+                                              float(out.get("peak_rss_mb") or 0.0))
+        for cand, result, evaluator in out["records"]:
+            self.evlog.append(cand, result, evaluator=evaluator)
+            self._note(cand, result, session=True)
+        self.settled_ids.update(out["settled"])
+        self._add_calls(out["llm_calls"])
+        for task_id, why in out["retired"].items():
+            if task_id in self.progress.tasks and not self.progress.tasks[task_id].status:
+                self.progress.tasks[task_id].status = why
+
+    def _log_orphans(self, orphans: list, *, final: bool = False) -> None:
+        """Log what a dead island incarnation (`final`: any island, as the run stops) had
+        evaluated but never handed over, with its descriptor cell, and give it to the
+        island's new incarnation."""
         by_island: dict[int, list] = {}
         for o in orphans:
+            self.settled_ids.add(o.submitted_id or o.candidate.candidate_id)
             cand = o.candidate
             if (cand.island_id, cand.candidate_id) in self.logged:  # the island had dropped it as a twin
                 continue
@@ -173,7 +246,8 @@ class Supervisor:
             self._note(cand, result, session=True)
             by_island.setdefault(cand.island_id, []).append((cand, result))
         for i, records in by_island.items():
-            self.view.say(f"island {i}: logged {len(records)} evaluation(s) its dead process had not handed over")
+            whose = "it" if final else "its dead process"
+            self.view.say(f"island {i}: logged {len(records)} evaluation(s) {whose} had not handed over")
             if i in self.islands:
                 self.islands[i].replay.remote(records)
 
@@ -196,7 +270,9 @@ class Supervisor:
             if t is not None:
                 t.llm_cost_usd += cost
 
-    def _check_runs(self) -> None:
+    def _check_runs(self, *, relaunch: bool = True) -> None:
+        """Note the islands whose loop returned; restart those that died or failed (when
+        stopping, `relaunch` False: only note them)."""
         pending = [r for i, r in self.runs.items() if i not in self.finished]
         if not pending:
             return
@@ -207,19 +283,27 @@ class Supervisor:
             try:
                 self.finished[i] = ray.get(ref)
             except RayActorError as e:
-                self.view.say(f"island {i}: actor died ({type(e).__name__}); restarting from its checkpoint")
+                if not relaunch:  # what it had in flight comes from the ledger at the final drain
+                    self._drains.pop(i, None)
+                    self.finished[i] = f"island {i} died while the run stopped"
+                    continue
                 self._mark_dead(i)
+                self.view.say(f"island {i}: actor died ({type(e).__name__}); restarting from its checkpoint")
                 self._relaunch(i)
             except Exception as e:  # noqa: BLE001 - a bug in an island's loop: say it, go on
                 first = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
+                if not relaunch:
+                    self.finished[i] = f"island {i}: its loop failed ({first})"
+                    continue
                 self.view.say(f"island {i}: its loop failed ({first}); starting it again")
                 self._relaunch(i)
 
     def _mark_dead(self, i: int) -> None:
         """Before the island runs again: what its dead incarnation had in flight or had
         not handed over becomes orphans the driver logs (the dispatcher kept them)."""
+        self._drains.pop(i, None)  # a drain of the dead incarnation never answers
         try:
-            ray.get(self.dispatcher.mark_dead.remote(i), timeout=30)
+            ray.get(self.dispatcher.mark_dead.remote(i), timeout=max(1.0, self._left(30.0)))
         except (RayActorError, GetTimeoutError) as e:
             log.warning("island %d: its evaluations in flight could not be recovered: %s", i, e)
 
@@ -267,7 +351,7 @@ class Supervisor:
         island_cfg = self.s.raw.get("island") or {}
         topology = Topology(kind=str(island_cfg.get("topology", "ring")), count=len(order))
         try:
-            outgoing = ray.get([self.islands[i].emigrants.remote() for i in order], timeout=10)
+            outgoing = ray.get([self.islands[i].emigrants.remote() for i in order], timeout=self._left(10.0))
         except (RayActorError, GetTimeoutError):
             return
         for i, by_task in zip(order, outgoing):
@@ -278,29 +362,101 @@ class Supervisor:
 
     # -- stop -------------------------------------------------------------------
     def stop(self, reason: str, *, wait: bool = True) -> None:
-        if not self.islands:
+        """Stop the islands; with `wait`, wait for work in flight (`run.stop_timeout_s` at
+        most); then, within `FINISH_S`, log what finished, record what did not as
+        unfinished, save checkpoints and kill the actors. Returns within
+        stop_timeout_s + FINISH_S (FINISH_S without `wait`) however long evaluations take;
+        a second call (Ctrl-C during the wait) finishes what the first left."""
+        if self._stopped:
             return
-        self.dispatcher.close.remote(reason)
+        if self.dispatcher is not None:
+            self.dispatcher.close.remote(reason)
         for actor in self.islands.values():
             actor.stop.remote(reason)
-        pending = [r for i, r in self.runs.items() if i not in self.finished]
-        deadline = time.monotonic() + self.s.run.stop_timeout_s
-        if wait and pending:
-            ray.wait(pending, num_returns=len(pending), timeout=self.s.run.stop_timeout_s)
-        while wait and time.monotonic() < deadline:  # a dead island's evaluations still running
+        if wait and self.islands:
+            self._wait_for_work(until=time.monotonic() + self.s.run.stop_timeout_s)
+        self._finish(reason, until=time.monotonic() + FINISH_S)
+
+    def _wait_for_work(self, *, until: float) -> None:
+        """Log results as they come until every island's loop has returned and the
+        dispatcher is idle (a dead island's evaluations may still run), or `until`."""
+        while True:
+            self._drain_all(timeout=max(0.0, min(DRAIN_S, until - time.monotonic())))
+            self._check_runs(relaunch=False)
+            self.view.update()
+            left = until - time.monotonic()
+            if len(self.finished) == len(self.islands):
+                idle = _get(self.dispatcher.idle.remote(), timeout=max(0.0, min(2.0, left)))
+                if idle is None or idle:
+                    return
+            if left <= 0:
+                return
+            time.sleep(min(self.s.run.poll_s, left))
+
+    def _finish(self, reason: str, *, until: float) -> None:
+        def left() -> float:
+            return max(0.0, until - time.monotonic())
+
+        abandoned: list[Unfinished] | None = []
+        if self.dispatcher is not None:
+            abandoned = _get(self.dispatcher.abandon.remote(reason), timeout=left())
+            if abandoned is None:
+                log.warning("the dispatcher did not answer: what was still being evaluated is not known")
+        if self.islands:
+            self._drain_all(timeout=left(), final=True)
+        self._record_unfinished(abandoned or [])
+        saves = [a.checkpoint.remote() for a in self.islands.values()]
+        if self.prompt_actor is not None:
+            saves.append(self.prompt_actor.save.remote())
+        if len(_ready(saves, left())) < len(saves):
+            log.warning("final checkpoint incomplete: not every island answered within the stop timeout")
+        busy = {u.evaluator for u in abandoned or []} if abandoned is not None else set(self.evaluators)
+        closing = [e.close.remote() for name, e in self.evaluators.items() if name not in busy]
+        _ready(closing, left())
+        self._kill_actors()
+        self._stopped = True
+
+    def _record_unfinished(self, abandoned: list[Unfinished]) -> None:
+        """Keep what this session stopped waiting for, and rewrite the run's unfinished
+        file: earlier sessions' records not evaluated since, and these."""
+        known = {u.key for u in self.unfinished}
+        self.unfinished += [u for u in abandoned if u.key not in known]
+        evaluated = self.settled_ids | {cid for _, cid in self.logged}
+        write_unfinished(self.run_dir.path, still_unfinished(self.unfinished_before, evaluated_ids=evaluated,
+                                                             new=self.unfinished))
+        if self.unfinished:
+            running = sum(1 for u in self.unfinished if u.evaluator)
+            self.view.say(f"KernelFoundry: {len(self.unfinished)} candidate(s) unfinished when the run stopped "
+                          f"({running} being evaluated, {len(self.unfinished) - running} queued); recorded in "
+                          f"{self.run_dir.unfinished.name}, a resumed run evaluates them again")
+
+    def _kill_actors(self) -> None:
+        handles = [*self.islands.values(), *self.evaluators.values(),
+                   self.dispatcher, self.prompt_actor, self.proposer_actor]
+        for h in handles:
+            if h is None:
+                continue
             try:
-                if ray.get(self.dispatcher.idle.remote(), timeout=10):
-                    break
-            except (RayActorError, GetTimeoutError):
-                break
-            time.sleep(0.1)
-        self._drain_all()
-        try:
-            ray.get([a.checkpoint.remote() for a in self.islands.values()]
-                    + [self.prompt_actor.save.remote()], timeout=30)
-        except (RayActorError, GetTimeoutError) as e:
-            log.warning("final checkpoint incomplete: %s", e)
-        try:
-            ray.get([e.close.remote() for e in self.evaluators.values()], timeout=30)
-        except (RayActorError, GetTimeoutError):
-            pass
+                ray.kill(h, no_restart=True)
+            except Exception as e:  # noqa: BLE001 - already gone
+                log.debug("kill: %s", e)
+
+
+def _ready(refs: list, timeout: float | None) -> list:
+    """The refs whose value is ready after waiting for all of them `timeout` s at most."""
+    if not refs:
+        return []
+    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
+    return ready
+
+
+def _get(ref: Any, *, timeout: float | None = 0.0) -> Any:
+    """The value of a Ray call, or None when it failed or had not answered in `timeout`."""
+    try:
+        return ray.get(ref, timeout=timeout)
+    except (GetTimeoutError, RayActorError) as e:  # not answered yet, or the actor is gone
+        log.debug("an actor call did not answer: %s", e)
+        return None
+    except RayError as e:  # the method itself failed
+        log.warning("an actor call failed: %s", str(e).strip().splitlines()[-1][:300] if str(e).strip() else e)
+        return None

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
+from foundry.store.phases import PhaseSums, judged_per_minute
 from foundry.types import Candidate, EvalResult
 
 
@@ -49,6 +50,8 @@ class RunProgress:
     wall_time_s: float | None = None
     started: float = field(default_factory=time.monotonic)
     session_evaluations: int = 0  # evaluations of this driver session (for the rate)
+    session_phases: PhaseSums = field(default_factory=PhaseSums)  # judge time per phase, this session
+    session_times: list = field(default_factory=list)  # unix time each evaluation of this session was recorded
 
     @staticmethod
     def for_tasks(task_ids: Iterable[str], **kw) -> "RunProgress":
@@ -62,11 +65,28 @@ class RunProgress:
     def llm_cost_usd(self) -> float:
         return sum(t.llm_cost_usd for t in self.tasks.values())
 
-    def record(self, candidate: Candidate, result: EvalResult, *, session: bool = True) -> bool:
+    def record(self, candidate: Candidate, result: EvalResult, *, session: bool = True,
+               at: float | None = None) -> bool:
+        """Count one evaluation (`session`: recorded by this driver session, at unix time
+        `at`, now by default); True when it is its task's new best."""
         task = self.tasks.setdefault(candidate.task_id, TaskProgress(candidate.task_id))
         if session:
             self.session_evaluations += 1
+            self.session_phases.add(task_id=candidate.task_id, result=result)
+            self.session_times.append(time.time() if at is None else at)
         return task.add(candidate, result)
+
+    @property
+    def judged_per_minute(self) -> float | None:
+        """This session's steady-state rate of judged candidates (`judged_per_minute`)."""
+        return judged_per_minute({"": self.session_times})
+
+    def session_summary(self) -> dict:
+        """This session's figures for run.json: evaluations, judged per minute, phases."""
+        rate = self.judged_per_minute
+        return {"evaluations": self.session_evaluations,
+                "judged_per_min": None if rate is None else round(rate, 3),
+                **self.session_phases.to_json()}
 
     def eta_s(self, now: float | None = None) -> float | None:
         elapsed = (now or time.monotonic()) - self.started
@@ -90,6 +110,11 @@ def _dur(s: float | None) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
+def _rate(p: RunProgress) -> str:
+    rate = p.judged_per_minute
+    return "" if rate is None else f" ({rate:.1f}/min)"
+
+
 def task_line(t: TaskProgress) -> str:
     return (f"{t.task_id}: best {_x(t.best_eager)} vs eager, {_x(t.best_compile)} vs torch.compile; "
             f"{t.evaluations} evaluations, {t.share_correct:.0%} correct, LLM ${t.llm_cost_usd:.4f}"
@@ -99,7 +124,7 @@ def task_line(t: TaskProgress) -> str:
 def render_table(p: RunProgress, *, width: int = 100) -> list[str]:
     elapsed = time.monotonic() - p.started
     budget = f"/{p.budget_evaluations}" if p.budget_evaluations is not None else ""
-    head = (f"KernelFoundry  {p.evaluations}{budget} evaluations  LLM ${p.llm_cost_usd:.4f}  "
+    head = (f"KernelFoundry  {p.evaluations}{budget} evaluations{_rate(p)}  LLM ${p.llm_cost_usd:.4f}  "
             f"elapsed {_dur(elapsed)}  ETA {_dur(p.eta_s())}")
     name_w = max([4] + [len(t) for t in p.tasks])
     name_w = min(name_w, max(12, width - 60))
@@ -153,7 +178,7 @@ class ProgressView:
         self._last = now
         p = self.progress
         budget = f"/{p.budget_evaluations}" if p.budget_evaluations is not None else ""
-        print(f"[progress] {p.evaluations}{budget} evaluations, LLM ${p.llm_cost_usd:.4f}, "
+        print(f"[progress] {p.evaluations}{budget} evaluations{_rate(p)}, LLM ${p.llm_cost_usd:.4f}, "
               f"ETA {_dur(p.eta_s())}", file=self.stream, flush=True)
         for t in p.tasks.values():
             print(f"[progress]   {task_line(t)}", file=self.stream, flush=True)

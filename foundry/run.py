@@ -4,7 +4,9 @@ It validates every config group through its owner's config class, starts Ray (a 
 instance by default, `ray.address=auto` or an address for a cluster), loads the tasks,
 starts the actors, records every evaluation in the run directory as it arrives, enforces
 the budgets (evaluations, LLM cost, wall time, target speedup), and at the end, or on
-Ctrl-C, stops the islands, waits for work in flight, and writes the report.
+Ctrl-C, stops the islands, waits for work in flight (`run.stop_timeout_s` at most; a
+second Ctrl-C stops at once), records what had not finished as unfinished, and writes
+the report.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from actors.config import BudgetConfig, ConfigError, RayConfig, RunOptions
 from foundry.progress import ProgressView, RunProgress
 from foundry.store import EvaluationLog, RunDir, read_evaluations
 from foundry.store.report import build_report
+from foundry.store.unfinished import read_unfinished
 
 log = logging.getLogger("foundry.run")
 GROUPS = ("tasks", "llm", "evaluator", "island", "prompt", "templates")
@@ -155,8 +158,10 @@ def run(cfg: Any) -> Path:
             say(f"KernelFoundry: no GPU found, running the CPU path: backend {backend}, task sizes "
                 f"{profile}, {settings.ray.cpu_evaluators} CPU evaluator(s), {len(tasks)} task(s)")
         prior = read_evaluations(run_dir.path) if settings.resume else []
+        unfinished = read_unfinished(run_dir.path) if settings.resume else []
         if settings.resume:
-            say(f"resuming {run_dir.path}: {len(prior)} evaluations already recorded")
+            say(f"resuming {run_dir.path}: {len(prior)} evaluations already recorded"
+                + (f", {len(unfinished)} unfinished" if unfinished else ""))
         meta = run_dir.read_meta()
         meta.update(tasks=[t.task_id for t in tasks], backend=backend, profile=profile, gpus=gpus)
         meta.setdefault("sessions", []).append({"started": time.time(), "resumed_from": len(prior)})
@@ -168,24 +173,30 @@ def run(cfg: Any) -> Path:
                                          wall_time_s=settings.budget.wall_time_s)
         view = ProgressView(progress, mode=progress_mode, every_s=settings.run.progress_every_s)
         sup = Supervisor(settings=settings, run_dir=run_dir, tasks=tasks, backend=backend, gpus=gpus,
-                         prior=prior, evlog=evlog, progress=progress, view=view)
+                         prior=prior, evlog=evlog, progress=progress, view=view, unfinished=unfinished)
         try:
             reason = sup.start_and_watch()
         except KeyboardInterrupt:
             reason = "interrupted (Ctrl-C)"
-            view.say("KernelFoundry: stopping on Ctrl-C; waiting for work in flight "
-                     "(Ctrl-C again to stop at once)")
+            view.say(f"KernelFoundry: stopping on Ctrl-C; waiting for work in flight up to "
+                     f"{settings.run.stop_timeout_s:g} s (Ctrl-C again to stop at once)")
+        stop_started = time.monotonic()
         try:
             sup.stop(reason)
         except KeyboardInterrupt:
-            sup.stop(reason + "; stopped at once", wait=False)
+            reason += "; stopped at once"
+            sup.stop(reason, wait=False)
+        stop_s = time.monotonic() - stop_started
         evlog.close()
         meta = run_dir.read_meta()
         meta["stop_reason"] = reason
         from actors.island_worker import peak_rss_mb
-        meta["sessions"][-1]["peak_rss_mb"] = {"driver": peak_rss_mb(), **sup.peak_rss_mb}
-        meta["sessions"][-1]["evaluations"] = progress.session_evaluations
-        meta["sessions"][-1]["ended"] = time.time()
+        session = meta["sessions"][-1]
+        session["peak_rss_mb"] = {"driver": peak_rss_mb(), **sup.peak_rss_mb}
+        session.update(progress.session_summary())
+        session["unfinished"] = [u.summary() for u in sup.unfinished]
+        session["stop_s"] = round(stop_s, 3)
+        session["ended"] = time.time()
         run_dir.write_meta(meta)
         view.close()
         report = build_report(run_dir.path)

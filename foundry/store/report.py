@@ -1,16 +1,22 @@
 """report.md: a table per task (best speedup vs eager and torch.compile, correctness,
-evaluations, cost) and the plots, rebuilt from the run directory alone."""
+evaluations, cost), where the judge's time went (seconds per phase, judged candidates
+per minute), what was unfinished when the run stopped, and the plots; rebuilt from the
+run directory alone."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from foundry.store.best import write_best
-from foundry.store.evallog import read_evaluations
+from foundry.store.evallog import EvaluationRecord, read_evaluations
+from foundry.store.phases import PhaseSums, judged_per_minute
 from foundry.store.plots import plot_archive, plot_progress
 from foundry.store.rundir import RunDir, task_file_name, write_atomic
 from foundry.store.summary import TaskSummary, best_record, summarize
+from foundry.store.unfinished import Unfinished, read_unfinished
 from foundry.types import Stage
+
+TOP_PHASES = 8  # phases listed by name in "Where the judge's time went"; the rest are summed
 
 
 def _x(v: float | None) -> str:
@@ -39,6 +45,51 @@ def _task_section(s: TaskSummary, run: RunDir, heatmap: Path | None) -> list[str
         lines.append("| best kernel | no correct kernel found |")
     if heatmap is not None:
         lines += ["", f"![archive of {s.task_id}]({heatmap.relative_to(run.path)})"]
+    return lines + [""]
+
+
+def _s(v: float) -> str:
+    return f"{v:.1f} s" if v >= 10 else f"{v:.3g} s"
+
+
+def time_section(records: list[EvaluationRecord]) -> list[str]:
+    """Seconds per judge phase over the evaluations that carried them (longest first, the
+    tail summed as "other"), and judged candidates per minute in steady state."""
+    sums = PhaseSums.of((r.candidate.task_id, r.result) for r in records)
+    times: dict[str, list[float]] = {}
+    for r in records:
+        if r.recorded_at:
+            times.setdefault(r.session, []).append(r.recorded_at)
+    rate = judged_per_minute(times)
+    lines = ["## Where the judge's time went", "",
+             "Judged candidates per minute: " + ("—" if rate is None else f"{rate:.2f}")
+             + " (steady state: from the first to the last evaluation of each driver session).", ""]
+    if not sums.evaluations:
+        return lines + ["No evaluation recorded a per-phase breakdown.", ""]
+    total = sums.seconds
+    lines += [f"Phases of {sums.evaluations} of {len(records)} evaluations, {_s(total)} in all.", "",
+              "| phase | time | share | per evaluation |", "|---|---|---|---|"]
+    top = sums.top(TOP_PHASES)
+    rest = [(n, v) for n, v in sums.top(len(sums.total_s)) if n not in dict(top)]
+    if rest:
+        top.append((f"other ({len(rest)} phases)", sum(v for _, v in rest)))
+    for name, secs in top:
+        share = secs / total if total > 0 else 0.0
+        lines.append(f"| {name} | {_s(secs)} | {share:.0%} | {_s(secs / sums.evaluations)} |")
+    return lines + [""]
+
+
+def unfinished_section(unfinished: list[Unfinished]) -> list[str]:
+    if not unfinished:
+        return []
+    lines = ["## Unfinished when the run stopped", "",
+             f"{len(unfinished)} candidate(s) were still queued or being evaluated when the run stopped "
+             "waiting; they are not counted as evaluated, and a resumed run evaluates them again.", "",
+             "| task | candidate | island | evaluator | had run |", "|---|---|---|---|---|"]
+    for u in unfinished:
+        ran = "queued" if u.running_s is None else _s(u.running_s)
+        lines.append(f"| {u.candidate.task_id} | {u.candidate.candidate_id} | {u.candidate.island_id} | "
+                     f"{u.evaluator or '—'} | {ran} |")
     return lines + [""]
 
 
@@ -77,6 +128,8 @@ def build_report(run_dir: str | Path) -> Path:
     lines.append("")
     if progress is not None:
         lines += [f"![best speedup over evaluations]({progress.relative_to(run.path)})", ""]
+    lines += time_section(records)
+    lines += unfinished_section(read_unfinished(run.path))
     lines += ["## Tasks", ""]
     for s in summaries.values():
         heat = plot_archive(s, run.plots / "archive" / (task_file_name(s.task_id) + ".png"))

@@ -7,6 +7,7 @@
       checkpoints/island-<i>/<task>.ckpt   island checkpoints
       best/<task>.py         the best correct kernel per task, runnable (tuned PARAMS)
       llm_calls.jsonl        one line per LLM call (model, tokens, cost, outcome)
+      unfinished.jsonl       candidates still being evaluated when the run stopped
       report.md, plots/*.png the report (`python -m foundry.report RUN_DIR`)
 """
 
@@ -17,6 +18,9 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+
+
+UNFINISHED_FILE = "unfinished.jsonl"
 
 
 def task_file_name(task_id: str) -> str:
@@ -69,6 +73,10 @@ class RunDir:
     @property
     def meta_path(self) -> Path:
         return self.path / "run.json"
+
+    @property
+    def unfinished(self) -> Path:
+        return self.path / UNFINISHED_FILE
 
     @property
     def llm_calls(self) -> Path:

@@ -120,3 +120,31 @@ async def test_every_item_settles_once_even_when_its_submitter_is_gone():
         await asyncio.sleep(0.01)
     assert sorted(settled) == [(1, None, "EvaluationLost"), (2, 20, "NoneType")]
     await b.aclose()
+
+
+async def test_abandon_hands_back_what_is_queued_or_running_and_drops_its_late_results():
+    settled = []
+    release = asyncio.Event()
+
+    async def slow(payload):
+        await release.wait()
+        return payload * 10
+    b = Balancer(on_settle=lambda payload, value, error: settled.append(payload))
+    b.add_worker("w", slow, slots=1)
+    subs = [asyncio.ensure_future(b.submit(i)) for i in (1, 2)]
+    await asyncio.sleep(0.01)  # 1 is being evaluated, 2 waits in the queue
+    gone = b.abandon("wall-time budget spent")
+    assert [(a.payload, a.worker) for a in gone] == [(1, "w"), (2, "")]
+    assert gone[0].running_s >= 0 and gone[1].running_s is None
+    for s in subs:
+        with pytest.raises(Refused, match="wall-time budget") as r:
+            await s
+        assert r.value.scope == "all"
+    release.set()
+    await asyncio.sleep(0.01)
+    assert settled == []  # the late result of 1 is dropped, 2 never runs
+    assert [a.payload for a in b.abandon("again")] == [1, 2]  # the same list again
+    with pytest.raises(Refused):
+        await b.submit(3)
+    assert b.stats()["abandoned"] == 2
+    await b.aclose()

@@ -44,3 +44,23 @@ def test_when_no_setting_is_correct_the_pair_stays_matched(relu_task):
     svc = EvaluationService(evaluator=Wrong(), device="cpu", tuning=tuner_config({"tune_budget": 3}))
     out, result = svc.run(relu_task, cand)
     assert result.candidate_id == out.candidate_id and not result.correct
+
+
+def test_a_tuned_result_carries_the_other_measurements_as_its_tuning_phase(relu_task):
+    import dataclasses
+
+    class Phased(FixedCostEvaluator):
+        def evaluate(self, *, task, candidate):
+            r = super().evaluate(task=task, candidate=candidate)
+            return dataclasses.replace(r, eval_s=0.01, metrics={"phases": {"build": 0.004, "trials": 0.006}})
+
+    src = copy_candidate_source(relu_task, 2)
+    cand = Candidate.make(task_id=relu_task.task_id, source=src, backend="c")
+    svc = EvaluationService(evaluator=Phased(config={"cost_s": 0.01}), device="cpu",
+                            tuning=tuner_config({"tune_budget": 3, "tune_exhaustive_max": 3}))
+    _, result = svc.run(relu_task, cand)
+    phases = result.metrics["phases"]
+    assert phases["build"] == 0.004 and phases["trials"] == 0.006  # the returned measurement's own
+    assert svc.measurements == 3 and 0.015 <= phases["tuning"] < 1.0  # the two other settings
+    untuned = EvaluationService(evaluator=Phased(), device="cpu", tuning=None).run(relu_task, cand)[1]
+    assert "tuning" not in untuned.metrics["phases"]

@@ -118,3 +118,23 @@ async def test_a_proposal_in_flight_is_waited_for_not_counted_as_a_duplicate(rel
     await asyncio.wait_for(w.run(), 10)
     assert len(w.drain()["records"]) == 1
     assert "already evaluated" in w.retired[relu_task.task_id]  # retired only after it was judged
+
+
+async def test_resubmitted_candidates_are_evaluated_first_as_they_were(relu_task):
+    first = make_worker(relu_task, index=0, budget=3, in_flight=1)
+    await first.run()
+    parent = first.drain()["records"][-1][0]
+    src = copy_candidate_source(relu_task, 4242)
+    orphan = Candidate.make(task_id=relu_task.task_id, source=src, backend="c", island_id=3,
+                            parent_ids=(parent.candidate_id, "gone"), generation=9)
+    held = first.hosts[relu_task.task_id].island.history[0].candidate
+    w = make_worker(relu_task, index=0, budget=2, in_flight=1)
+    w.replay([(h.candidate, h.result) for h in first.hosts[relu_task.task_id].island.history])
+    assert w.resubmit([orphan, held, dataclasses.replace(orphan, task_id="elsewhere")]) == 2
+    await asyncio.wait_for(w.run(), 10)
+    out = w.drain()
+    cand, result, _ = out["records"][0]
+    assert cand.candidate_id == orphan.candidate_id and result.correct
+    assert cand.island_id == 0 and cand.parent_ids == (parent.candidate_id,)  # what this island holds
+    assert held.candidate_id in out["settled"]  # already held here: settled, not evaluated again
+    assert [c.candidate_id for c, _, _ in out["records"]].count(held.candidate_id) == 0

@@ -41,3 +41,13 @@ def test_evaluations_finishing_after_the_death_are_orphans_and_the_new_incarnati
     orphans = led.take_orphans()
     assert [o.candidate.source for o in orphans] == ["# 1"]
     assert len(led) == 2
+
+
+def test_the_final_hand_over_takes_what_live_islands_had_not_handed_over():
+    led = Ledger()
+    led.seen(origin="live", island_index=0)
+    cid, s = _settled(7)
+    led.file(origin="live", submitted_id=cid, settled=s)
+    assert led.take_orphans() == []
+    assert [o.candidate.candidate_id for o in led.take_orphans(every_origin=True)] == [cid]
+    assert len(led) == 0

@@ -3,6 +3,7 @@ wall time; resumed evaluations count."""
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 from actors.config import BudgetConfig, RunOptions
@@ -57,3 +58,23 @@ def test_llm_cost_and_wall_time(tmp_path):
     assert (tmp_path / "llm_calls.jsonl").read_text().count("\n") == 2
     sup = _sup(tmp_path / "w", {"wall_time_s": 0})
     assert "wall-time budget" in sup._check_budgets()
+
+
+def test_drained_results_add_their_judge_phases_to_the_session(tmp_path):
+    from foundry.store import EvaluationLog, read_evaluations
+    sup = _sup(tmp_path, {"wall_time_s": None})
+    sup.evlog = EvaluationLog(tmp_path)
+    records = []
+    for seq, phases in enumerate(({"build": 2.0, "trials": 1.0}, {"build": 0.5, "tuning": 6.0}, None)):
+        rec = _rec("a" if seq < 2 else "b", 1.2, seq)
+        result = rec.result if phases is None else dataclasses.replace(rec.result, metrics={"phases": phases})
+        records.append((rec.candidate, result, "evaluator-0"))
+    sup._take_drained(0, {"records": records, "settled": ["c0", "c1", "c2"], "llm_calls": [], "retired": {}})
+    sup.evlog.close()
+    summary = sup.progress.session_summary()
+    assert summary["evaluations"] == 3 and summary["phases_evaluations"] == 2
+    assert summary["phases_s"] == {"tuning": 6.0, "build": 2.5, "trials": 1.0}
+    assert summary["phases_by_task_s"] == {"a": {"tuning": 6.0, "build": 2.5, "trials": 1.0}}
+    assert sup.settled_ids == {"c0", "c1", "c2"}
+    assert [r.result.metrics for r in read_evaluations(tmp_path)][:2] == [
+        {"phases": {"build": 2.0, "trials": 1.0}}, {"phases": {"build": 0.5, "tuning": 6.0}}]
