@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
                "speedup_compile": _num(r.speedup_compile), "max_abs_err": _num(r.max_abs_err),
                "max_rel_err": _num(r.max_rel_err), "backend": backend, "task_id": r.task_id,
                "candidate_id": r.candidate_id, "device": r.device, "hardware": r.hardware,
-               "compile_s": r.compile_s, "eval_s": r.eval_s, "gpu": gpu}
+               "compile_s": r.compile_s, "eval_s": r.eval_s, "phases": r.metrics.get("phases", {}), "gpu": gpu}
         sys.stdout.write(json.dumps(obj) + "\n")
     else:
         verdict = "CORRECT" if r.correct else f"FAILED at stage {stage}"
@@ -133,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         if r.error:
             print("error: " + r.error[:1500])
+        phases = sorted((r.metrics.get("phases") or {}).items(), key=lambda kv: -kv[1])
+        if phases:
+            print(f"judged in {r.eval_s:.2f} s: " + ", ".join(f"{k} {v:.2f} s" for k, v in phases[:6]))
         for key, val in gpu.items():
             print(f"{key}: {val:.4g}" if isinstance(val, float) else f"{key}: {val}")
     return 0

@@ -4,13 +4,11 @@ hardware, thread count and torch version, on disk (one small JSON file per key).
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import torch
 
+from foundry.evaluate.disk_cache import JsonDiskCache
 from foundry.types import Task, content_hash
 
 
@@ -28,30 +26,21 @@ def baseline_key(task: Task, *, device: str, hardware: str, threads: int) -> str
 
 
 class BaselineCache:
+    """Baselines on disk under `directory` (a `JsonDiskCache`), one record per key."""
+
     def __init__(self, directory: str):
-        self.dir = Path(directory)
-        self._mem: dict[str, Baseline] = {}
+        self._records = JsonDiskCache(directory)
+        self.dir = self._records.dir
 
     def get(self, key: str) -> Baseline | None:
-        if key in self._mem:
-            return self._mem[key]
-        path = self.dir / f"{key}.json"
-        try:
-            data = json.loads(path.read_text())
-            b = Baseline(**{k: data.get(k) for k in ("eager_ms", "compile_ms", "compile_s")},
-                         error=data.get("error") or "")
-        except (OSError, ValueError, TypeError):
+        data = self._records.get(key)
+        if data is None:
             return None
-        self._mem[key] = b
-        return b
+        try:
+            return Baseline(**{k: data.get(k) for k in ("eager_ms", "compile_ms", "compile_s")},
+                            error=data.get("error") or "")
+        except TypeError:
+            return None
 
     def put(self, key: str, value: Baseline) -> None:
-        self._mem[key] = value
-        try:
-            self.dir.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.dir, suffix=".tmp")
-            with os.fdopen(fd, "w") as f:
-                json.dump({**asdict(value), "torch": torch.__version__}, f)
-            os.replace(tmp, self.dir / f"{key}.json")
-        except OSError:
-            pass  # an unwritable cache only costs time
+        self._records.put(key, {**asdict(value), "torch": torch.__version__})

@@ -45,6 +45,9 @@ class EvalConfig:
         SMALL_SIZES, if it declares them.
     idle_probe_ms: window in which a worker must stay idle after forward returns.
     max_error_chars: error text is truncated to this many characters.
+    degenerate_ok: task ids (shell-style patterns allowed) the user declares not degenerate:
+        the judge skips its degeneracy check for them and the result's metrics say so
+        (a task file may declare it itself: DEGENERATE_OK = "why").
     isolation: "auto" puts candidate workers in a read-only mount namespace without network
         or capabilities when the judge may (root); "required" fails when it may not; "none".
     """
@@ -76,6 +79,7 @@ class EvalConfig:
     tf32: str = "off"  # cuda: TF32 for matmul and cuDNN: "off" | "on" | "torch-default"
     atol: float | None = None  # None: the task's TOLERANCES, else per-dtype defaults
     rtol: float | None = None
+    degenerate_ok: tuple = ()  # task ids / patterns declared not degenerate
 
     def __post_init__(self) -> None:
         if self.device not in DEVICES:
@@ -98,6 +102,10 @@ class EvalConfig:
         if self.isolation not in ("auto", "none", "required"):
             raise ValueError(f"EvalConfig.isolation: unknown value {self.isolation!r} "
                              f"(choose from auto, none, required)")
+        ids = (self.degenerate_ok,) if isinstance(self.degenerate_ok, str) else self.degenerate_ok
+        if not isinstance(ids, (list, tuple)) or not all(isinstance(i, str) and i for i in ids):
+            raise ValueError(f"EvalConfig.degenerate_ok must be a list of task ids, got {self.degenerate_ok!r}")
+        object.__setattr__(self, "degenerate_ok", tuple(ids))
         if isinstance(self.secret_env_names, (list, str)):
             names = (self.secret_env_names,) if isinstance(self.secret_env_names, str) \
                 else self.secret_env_names
@@ -111,6 +119,9 @@ class EvalConfig:
             kwargs.pop("baseline_cache_dir", None)
         if "secret_env_names" in kwargs and kwargs["secret_env_names"] is not None:
             kwargs["secret_env_names"] = tuple(kwargs["secret_env_names"])
+        if "degenerate_ok" in kwargs:
+            ids = kwargs["degenerate_ok"]
+            kwargs["degenerate_ok"] = () if ids is None else (ids,) if isinstance(ids, str) else tuple(ids)
         return cls(**kwargs)
 
     def replace(self, **changes: Any) -> "EvalConfig":

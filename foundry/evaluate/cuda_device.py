@@ -283,7 +283,7 @@ class CudaDevice:
 
     def to_device(self, value: Any) -> Any:
         import torch
-        if isinstance(value, torch.Tensor):
+        if isinstance(value, (torch.Tensor, torch.nn.Module)):  # a model's parameters and buffers too
             return value.to("cuda")
         if isinstance(value, (list, tuple)):
             return type(value)(self.to_device(v) for v in value)

@@ -1,43 +1,113 @@
-"""Is the task itself degenerate (output independent of its inputs, or near-constant)?
+"""Is the task itself degenerate? The judge's verdict, cached on disk, with user overrides.
 
-The task-side check (`foundry.tasks.degeneracy.check_task`) is used when it exists;
-otherwise this minimal check runs on the reference outputs the judge has computed anyway.
+`judge_degeneracy` gives the judge its verdict from the task-side check
+(`foundry.tasks.degeneracy.check_task`: would an input-independent answer pass the
+judge's own comparison at the task's tolerance, or does an input not matter?), computed
+once per task source, sizes, device, tolerance and torch version and kept in a
+`JsonDiskCache`, so later runs and other processes reuse it. A user declares a task not
+degenerate with `EvalConfig.degenerate_ok` (task ids, shell-style patterns allowed) or in
+the task file (``DEGENERATE_OK = "why"``, read without running the file); then the check
+is not run and the verdict says who overrode it. `minimal_check` is the fallback on the
+reference outputs the judge has computed anyway, for when the check cannot run.
 """
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
+import ast
+import fnmatch
+import json
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
 
 from foundry.evaluate.compare import equal_outputs
+from foundry.evaluate.disk_cache import JsonDiskCache
+from foundry.types import Task, content_hash
 
 
 @dataclass(frozen=True)
 class Degeneracy:
     degenerate: bool
     reason: str = ""
+    details: dict = field(default_factory=dict)  # the check's figures (plain values)
+    override: str = ""  # non-empty: the user declared the task not degenerate (who and why)
+    cached: bool = False  # the verdict came from the on-disk cache
 
 
-def external_check(task: Any, *, device: str = "cpu", overrides: dict | None = None) -> Degeneracy | None:
-    """The task package's own check, if it is installed; None otherwise. On "cuda" the
-    task's inputs and model are built on the GPU (under a device default); `overrides`
-    (e.g. the task's SMALL_SIZES for a large task) size the check."""
+def declared_degenerate_ok(task: Task) -> str:
+    """The task file's ``DEGENERATE_OK`` (a non-empty string: why the task is not
+    degenerate; True is accepted too), or "" when it declares none. Read with `ast`,
+    never by running the file; any other value raises ValueError naming the task."""
     try:
-        module = importlib.import_module("foundry.tasks.degeneracy")
-    except ImportError:
-        return None
-    check = getattr(module, "check_task", None)
-    if check is None:
-        return None
-    if device == "cpu":
-        report = check(task, overrides=overrides or None)
-    else:
-        with torch.device(device):
-            report = check(task, overrides=overrides or None, device=device)
-    return Degeneracy(bool(report.degenerate), str(getattr(report, "reason", "")))
+        tree = ast.parse(task.source)
+    except SyntaxError:
+        return ""
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "DEGENERATE_OK"):
+            try:
+                value = ast.literal_eval(node.value)
+            except ValueError:
+                value = None
+            if value is True:
+                return "declared in the task file"
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+            raise ValueError(f"{task.task_id}: DEGENERATE_OK must be a non-empty string literal saying why "
+                             f"the task is not degenerate (or True), got {ast.unparse(node.value)[:80]}")
+    return ""
+
+
+def listed_degenerate_ok(task: Task, degenerate_ok: Sequence[str]) -> str:
+    """The entry of `degenerate_ok` (task ids or shell-style patterns) naming `task`, or ""."""
+    if isinstance(degenerate_ok, str):
+        raise ValueError(f"degenerate_ok must be a list of task ids, got the string {degenerate_ok!r}")
+    for entry in degenerate_ok:
+        if task.task_id == str(entry) or fnmatch.fnmatchcase(task.task_id, str(entry)):
+            return str(entry)
+    return ""
+
+
+def degeneracy_key(task: Task, *, device: str, overrides: dict | None, atol: float | None,
+                   rtol: float | None) -> str:
+    """The cache key of a verdict: task source and sizes, device, tolerance, torch version
+    and the check's own version and settings."""
+    from foundry.tasks.degeneracy import CHECK_VERSION, DEFAULT_SEED, MIN_TRIALS
+    return content_hash(task.source, json.dumps(task.size_overrides, sort_keys=True, default=str),
+                        json.dumps(overrides or {}, sort_keys=True, default=str), str(torch.device(device).type),
+                        repr(atol), repr(rtol), torch.__version__,
+                        f"check {CHECK_VERSION} trials {MIN_TRIALS} seed {DEFAULT_SEED}")
+
+
+def judge_degeneracy(task: Task, *, device: str, atol: float | None, rtol: float | None,
+                     cache_dir: str, overrides: dict | None = None,
+                     degenerate_ok: Sequence[str] = ()) -> Degeneracy:
+    """The judge's verdict on `task` at its own sizes (then `overrides`) on `device`, by
+    the judge's comparison with `atol`/`rtol` (None: the task's TOLERANCES, else the
+    per-dtype defaults). Cached in `cache_dir` (a hit does not run the reference).
+    A task named in `degenerate_ok`, or whose file declares DEGENERATE_OK, is not checked:
+    the verdict is not degenerate, with `override` saying why. Raises
+    `foundry.tasks.degeneracy.DegeneracyCheckError` when the check cannot run (out of
+    memory): no verdict, nothing cached."""
+    declared = declared_degenerate_ok(task)
+    if declared:
+        return Degeneracy(False, override=f"the task file declares DEGENERATE_OK: {declared}")
+    listed = listed_degenerate_ok(task, degenerate_ok)
+    if listed:
+        return Degeneracy(False, override=f"EvalConfig.degenerate_ok lists {listed!r}")
+    key = degeneracy_key(task, device=device, overrides=overrides, atol=atol, rtol=rtol)
+    cache = JsonDiskCache(cache_dir)
+    hit = cache.get(key)
+    if hit is not None and isinstance(hit.get("degenerate"), bool):
+        return Degeneracy(hit["degenerate"], str(hit.get("reason") or ""),
+                          dict(hit.get("details") or {}), cached=True)
+    from foundry.tasks.degeneracy import check_task
+    report = check_task(task, overrides=overrides, device=device, atol=atol, rtol=rtol)
+    verdict = Degeneracy(bool(report.degenerate), report.reason, dict(report.details))
+    cache.put(key, {"task_id": task.task_id, "degenerate": verdict.degenerate, "reason": verdict.reason,
+                    "details": verdict.details, "torch": torch.__version__})
+    return verdict
 
 
 def _tensors(obj: Any) -> list[torch.Tensor]:

@@ -21,7 +21,7 @@ from foundry.evaluate.backends import BackendSpec, get_backend
 from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_key
 from foundry.evaluate.compare import compare
 from foundry.evaluate.config import EvalConfig
-from foundry.evaluate.degeneracy import Degeneracy, external_check, minimal_check
+from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, minimal_check
 from foundry.evaluate.device import get_device
 from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
 from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
@@ -34,7 +34,7 @@ from foundry.evaluate.secrets import Scrubber, clean_env, truncate
 from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.task_size import TaskTooLarge, available_bytes, check_fits, meta_size
 from foundry.evaluate.timing_report import analyze
-from foundry.evaluate.trial_inputs import small_sizes, tensor_bytes
+from foundry.evaluate.trial_inputs import tensor_bytes
 from foundry.evaluate.verdict import (Findings, check_consistency, check_probes, check_trials, decode,
                                       torch_compute_violation)
 from foundry.tasks.inputs import InputSpec, trial_plan
@@ -68,7 +68,7 @@ class Evaluator:
         self._scrub = Scrubber.from_environ(self.config.secret_env_names)
         self._reference = ReferenceRunner(self.device)
         self._baselines = BaselineCache(self.config.baseline_cache_dir)
-        self._degeneracy: dict[str, Degeneracy] = {}
+        self._degeneracy: dict[tuple, Degeneracy] = {}
         self._ref_ops: dict[str, frozenset] = {}
         self._too_large: dict[str, str] = {}  # task -> why it cannot be judged here
         self.hardware = self.device.hardware_id(self.config.threads)
@@ -80,6 +80,7 @@ class Evaluator:
             importlib.import_module("foundry.tasks.degeneracy")
         except ImportError:
             pass
+        self._worker.launch()  # its imports overlap the judge's own first-task setup
 
     # ---------------------------------------------------------------- public
     def evaluate(self, *, task: Task, candidate: Candidate) -> EvalResult:
@@ -173,12 +174,14 @@ class Evaluator:
             references = self._reference_outputs(task, job, range(len(job.trials)))
         atol, rtol = self._tolerance(task)
         with phases.measure("degeneracy"):
-            degenerate = self._check_degenerate(task, [references[i] for i in job.main_trials])
+            degenerate = self._check_degenerate(task, [references[i] for i in job.main_trials], atol=atol, rtol=rtol)
         if degenerate.degenerate:
             f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
         with phases.measure("compare"):
             self._judge_outputs(f, out, job, references, backend, ref_ops, atol=atol, rtol=rtol)
         metrics = self._metrics(out, job, references)
+        if degenerate.override:
+            metrics["degeneracy_overridden"] = degenerate.override
         runtime = spread = None
         if f.stage == Stage.CORRECT and not f.flags:
             timing_msgs = out.of_kind("timing")
@@ -501,19 +504,19 @@ class Evaluator:
             self._too_large[task.source_hash] = str(e)
             raise
 
-    def _check_degenerate(self, task: Task, outputs: list) -> Degeneracy:
-        key = task.source_hash
+    def _check_degenerate(self, task: Task, outputs: list, *, atol: float, rtol: float) -> Degeneracy:
+        """At the task's own sizes, with the judge's comparison and tolerance; cached on disk
+        per task source, sizes, device, tolerance and torch version."""
+        key = (task.source_hash, repr(atol), repr(rtol))
         if key not in self._degeneracy:
-            large = is_large(self._sizes.get(key, (0, 0)), self.config)
-            small = small_sizes(task) if large else None
-            try:  # a property of the function: a large task is checked at its SMALL_SIZES
-                d = external_check(task, device=self.config.device, overrides=small)
-                if d is not None and d.degenerate and self.config.device != "cpu" \
-                        and d.reason.startswith("reference failed"):  # maybe only under the device default
-                    d = external_check(task, device="cpu", overrides=small)
-            except Exception:  # noqa: BLE001 - fall back to the judge's own check
-                d = None
-            self._degeneracy[key] = d if d is not None else minimal_check(outputs)
+            cfg = self.config
+            try:
+                d = judge_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
+                                     cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
+                                     degenerate_ok=cfg.degenerate_ok)
+            except Exception:  # noqa: BLE001 - e.g. out of memory: the judge's own outputs decide
+                d = minimal_check(outputs)
+            self._degeneracy[key] = d
         return self._degeneracy[key]
 
     def _baseline(self, task: Task, phases: PhaseTimes | None = None) -> Baseline:

@@ -132,12 +132,23 @@ class WarmWorker:
         self.proc: subprocess.Popen | None = None
         self.sock: socket.socket | None = None
         self.start_s = 0.0
+        self._pending = False  # launched, its "ready" not read yet
+        self._launched_at = 0.0
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
     def start(self) -> None:
-        t0 = time.monotonic()
+        self.launch()
+        self._await_ready()
+
+    def launch(self) -> None:
+        """Start the warm worker's process without waiting for its imports (it says it is
+        ready on the first request); a no-op while one is alive."""
+        if self.alive():
+            return
+        self.close()
+        self._launched_at = time.monotonic()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cmd = [sys.executable, "-c", "from foundry.evaluate.zygote import main; main()",
                str(theirs.fileno()), ",".join(self.preload)]
@@ -148,6 +159,12 @@ class WarmWorker:
                                      cwd=tempfile.gettempdir())
         theirs.close()
         self.sock = mine
+        self._pending = True
+
+    def _await_ready(self) -> None:
+        if not self._pending:
+            return
+        self._pending = False
         try:
             reply = self._recv(READY_TIMEOUT_S)
         except SandboxError as e:
@@ -156,7 +173,7 @@ class WarmWorker:
             raise SandboxError(f"{e}; its stderr: {tail}") from None
         if not reply.get("ready"):
             raise SandboxError(f"warm worker did not start: {reply}")
-        self.start_s = time.monotonic() - t0
+        self.start_s = time.monotonic() - self._launched_at
 
     def _recv(self, timeout: float) -> dict:
         assert self.sock is not None
@@ -175,6 +192,7 @@ class WarmWorker:
         if not self.alive():
             self.close()
             self.start()
+        self._await_ready()
         assert self.sock is not None
         try:
             socket.send_fds(self.sock, [json.dumps(req).encode()], list(fds))
@@ -192,6 +210,7 @@ class WarmWorker:
             self.request({"op": "preload", "modules": new})
 
     def close(self) -> None:
+        self._pending = False
         if self.sock is not None:
             try:
                 self.sock.close()

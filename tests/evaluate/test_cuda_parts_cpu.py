@@ -109,3 +109,22 @@ def test_prompt_text_names_the_ceilings():
     assert "4.10 TB/s" in text and "50.5 TFLOP/s" in text
     c = hardware.ceilings(info)
     assert c.bandwidth_bytes_per_s == 4.1e12 and c.flops_per_s == 50.5e12
+
+
+def test_models_move_to_the_device_with_their_parameters():
+    import torch
+
+    moved = []
+
+    class Recorder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(3))
+
+        def to(self, *args, **kwargs):  # stands in for the CUDA move on a machine without a GPU
+            moved.append(args)
+            return self
+
+    model = Recorder()
+    assert cd.CudaDevice().to_device(model) is model and moved == [("cuda",)]
+    assert cd.CudaDevice().to_device(7) == 7

@@ -1,0 +1,77 @@
+"""benchmarks/check_suite.py on a small folder: per-task rows, failures recorded without
+stopping the run, a subset by id, and the flagged tasks written with their reasons."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+TASK = '''import torch
+import torch.nn as nn
+{extra}
+
+class Model(nn.Module):
+    def forward(self, x):
+        {body}
+
+
+def get_inputs():
+    return [torch.randn(16, 16)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("check_suite", ROOT / "benchmarks" / "check_suite.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["check_suite"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "tasks"
+    folder.mkdir()
+    files = {
+        "1_tanh.py": ("return torch.tanh(x)", ""),
+        "2_constant.py": ("return torch.zeros_like(x) + 3.0", ""),
+        "3_out_of_memory.py": ("raise MemoryError('cannot allocate')", ""),
+        "4_declared.py": ("return torch.zeros_like(x) + 1.0", 'DEGENERATE_OK = "one value by design"'),
+    }
+    for name, (body, extra) in files.items():
+        (folder / name).write_text(TASK.format(body=body, extra=extra))
+    return folder
+
+
+def test_check_suite_records_every_task_and_writes_the_flagged_ones(tmp_path, capsys):
+    out = tmp_path / "flagged.md"
+    rc = _script().main(["--path", str(_folder(tmp_path)), "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert rc == 1
+    for n, task in enumerate(["1_tanh", "2_constant", "3_out_of_memory", "4_declared"], 1):
+        assert f"| {n}/4 | {task} |" in printed
+    assert "4 tasks (level 0: 4); 1 not degenerate, 1 degenerate, 1 flagged but declared DEGENERATE_OK, 1 failed" \
+        in printed
+    text = out.read_text()
+    assert "| 2_constant | degenerate |" in text and "one value repeated (3)" in text
+    assert "| 3_out_of_memory | error |" in text and "MemoryError" in text
+    assert "| 4_declared | declared ok |" in text and "one value by design" in text
+    assert "1_tanh" not in text  # only flagged and failing tasks are listed
+    assert '"answers"' in text  # with their figures
+
+
+def test_check_suite_runs_a_subset_and_writes_csv(tmp_path, capsys):
+    out = tmp_path / "flagged.csv"
+    rc = _script().main(["--path", str(_folder(tmp_path)), "--ids", "1", "2", "--out", str(out)])
+    assert rc == 1
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["task"], r["verdict"]) for r in rows] == [("2_constant", "degenerate")]
+    assert "2 tasks" in capsys.readouterr().out
+    assert _script().main(["--path", str(tmp_path / "tasks"), "--ids", "1"]) == 0  # nothing flagged
