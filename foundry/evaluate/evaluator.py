@@ -428,6 +428,11 @@ class Evaluator:
                          "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
         if self.transfer_note:
             metrics["transfer_note"] = self.transfer_note
+        repeat = out.of_kind("repeat")
+        parts = repeat[0].header.get("trial_parts") if repeat else None
+        if isinstance(parts, dict):  # the worker's own split of the "trials" phase (metrics only)
+            metrics["trial_parts_s"] = {str(k): round(float(v), 4) for k, v in parts.items()
+                                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
         return metrics
 
     def _clean(self, text: str) -> str:

@@ -216,23 +216,32 @@ class Worker:
             return
         self.send({"kind": "compiled", "compile_s": (self.clock() - t0) / 1e9})
         record = job.candidate.record_ops
+        parts = {"run_s": 0.0, "input_check_s": 0.0, "send_s": 0.0}  # where the trials' time went
         for i, tr in enumerate(self.trials):
+            t0 = self.clock()
             try:
                 out, info = self.run_trial(models[tr["variant"]], tr["inputs"], record=record)
             except BaseException:  # noqa: BLE001
                 self.send({"kind": "error", "stage": "runtime", "trial": i, "error": traceback.format_exc()})
                 return
+            t1 = self.clock()
             tensors: list = []
             tree = protocol.encode_tree(out, tensors)
             changed = self.inputs_changed(i)
+            t2 = self.clock()
             self.send({"kind": "trial", "index": i, "tree": tree, "inputs_changed": changed, **info}, tensors)
+            del out, tensors
+            parts["run_s"] += (t1 - t0) / 1e9
+            parts["input_check_s"] += (t2 - t1) / 1e9
+            parts["send_s"] += (self.clock() - t2) / 1e9
         try:  # the same input twice must give the same answer
             out, info = self.run_trial(models[self.trials[0]["variant"]], self.fresh_inputs(0), record=False)
         except BaseException:  # noqa: BLE001
             self.send({"kind": "error", "stage": "runtime", "trial": 0, "error": traceback.format_exc()})
             return
         tensors = []
-        self.send({"kind": "repeat", "index": 0, "tree": protocol.encode_tree(out, tensors)}, tensors)
+        self.send({"kind": "repeat", "index": 0, "tree": protocol.encode_tree(out, tensors), "trial_parts": parts},
+                  tensors)
         go = self.wait_go()
         if job.timing is not None and go:
             self.time_model(models[0], job.timing, kind="timing")
