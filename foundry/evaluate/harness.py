@@ -95,6 +95,7 @@ class Worker:
         self.channel = protocol.Channel(result_fd, ack_fd=job_fd, shm_fd=shm_fd,
                                         cuda_ipc=job.cuda_ipc and job.device == "cuda")
         self._profiled = False
+        self.poison_s = 0.0  # spent making never-written memory read as poison
 
     def send(self, header: dict, tensors=()) -> None:
         self.channel.send(header, tensors)
@@ -177,7 +178,9 @@ class Worker:
         cand = self.job.candidate
         kernels.reset_launches()
         before = threading.active_count()
+        t0 = self.clock()
         self.device.poison(True)
+        self.poison_s += (self.clock() - t0) / 1e9
         rec = OpRecorder() if record else None
         try:
             profiled = None
@@ -234,6 +237,7 @@ class Worker:
             parts["run_s"] += (t1 - t0) / 1e9
             parts["input_check_s"] += (t2 - t1) / 1e9
             parts["send_s"] += (self.clock() - t2) / 1e9
+        parts["poison_s"] = self.poison_s  # part of run_s
         try:  # the same input twice must give the same answer
             out, info = self.run_trial(models[self.trials[0]["variant"]], self.fresh_inputs(0), record=False)
         except BaseException:  # noqa: BLE001
