@@ -8,13 +8,15 @@ tolerance. `check_task` runs the reference on `trials` (>= 3) seeded input sets 
 the judge's own generator (`make_trial_inputs`, the trial plan's standard and
 heavy-tailed distributions) on the given device and asks:
 
-(a) other inputs: does some set's output pass against another set's output?
+(a) other inputs: does some set's output pass against every other set's output (the
+    judge's trials include heavy-tailed inputs, so an answer must pass those too)?
 (b) mean output: does the element-wise mean over the sets pass against every set?
 (c) constant: does one value everywhere (the outputs' mean, their mid-range, or zero)
     pass against every set?
 (d) ignored input: for each tensor input i, does the output on set 0 with input i taken
-    from another standard set pass against the output on set 0? (An input that is the
-    same in every set, e.g. a fixed index tensor, is not tested.)
+    from another standard set, and with it taken from the heavy-tailed set, pass against
+    the output on set 0 both times? (An input that is the same in every set, e.g. a
+    fixed index tensor, is not tested.)
 (e) the output is empty, is NaN/Inf on the task's own (standard) inputs, or the
     reference raises.
 
@@ -27,7 +29,7 @@ tolerance: its best input-independent answer misses by tens of times the toleran
 
 Everything runs on the check's device and is reduced to scalars there (outputs are never
 copied to the host). Peak memory: `trials` outputs plus one answer buffer, with one input
-set at a time while they are computed; then one output and two input sets for the swaps.
+set at a time while they are computed; then one output and two input sets per swap.
 Running out of memory is no verdict: it raises `DegeneracyCheckError`.
 """
 
@@ -46,7 +48,7 @@ from foundry.tasks.inputs import InputSpec, make_init_inputs, seed_everything, t
 from foundry.tasks.loader import build_module
 from foundry.types import Task
 
-CHECK_VERSION = 2  # part of cached verdicts' keys: bump it when the rules change
+CHECK_VERSION = 3  # part of cached verdicts' keys: bump it when the rules change
 MIN_TRIALS = 3  # two standard sets (for the swaps) and one heavy-tailed
 DEFAULT_SEED = 1234
 CLEAR_MISS = 2.0  # an answer off by more than this many tolerances certainly fails `compare`
@@ -369,27 +371,35 @@ def _check(task: Task, trials: int, overrides: dict, seed: int, device: str,
     reasons += _input_independent_answers(outs, specs, passes, details)
     base_out = outs[0]
     del outs, tensors  # from here: one output, one input set and one input of another
-    donor = next(k for k in range(1, trials) if specs[k].distribution == "standard")
+    # (d) input i swapped for a standard and for a heavy-tailed draw: ignored only if
+    # neither changes any output beyond the tolerance (the judge runs both kinds)
+    donors = [next(k for k in range(1, trials) if specs[k].distribution == d) for d in ("standard", "heavy")
+              if any(specs[k].distribution == d for k in range(1, trials))]
     swaps: dict[str, float | str] = {}
     for i in tensor_inputs:
-        xs, other = inputs(specs[0]), inputs(specs[donor])
-        draw = other[i] if i < len(other) and isinstance(other[i], torch.Tensor) else None
-        del other
-        if draw is None or (draw.shape == xs[i].shape and draw.dtype == xs[i].dtype
-                            and bool(torch.equal(draw, xs[i]))):
+        changes = []
+        for donor in donors:
+            xs, other = inputs(specs[0]), inputs(specs[donor])
+            draw = other[i] if i < len(other) and isinstance(other[i], torch.Tensor) else None
+            del other
+            if draw is None or (draw.shape == xs[i].shape and draw.dtype == xs[i].dtype
+                                and bool(torch.equal(draw, xs[i]))):
+                del xs, draw
+                break  # the same in every standard set: a fixed input of the task, not tested
+            xs[i] = draw
+            del draw
+            swapped = forward(xs)
+            del xs
+            changes.append(passes(base_out, swapped))
+            del swapped
+        if not changes:
             swaps[str(i)] = "same in every set"
-            del xs, draw
             continue
-        xs[i] = draw
-        del draw
-        swapped = forward(xs)
-        del xs
-        ok, ex = passes(base_out, swapped)
-        del swapped
+        ex = max(e for _, e in changes)
         swaps[str(i)] = _figure(ex)
-        if ok:
-            reasons.append(f"ignores input {i}: swapping it for another draw changes no output beyond the "
-                           f"tolerance (largest change {ex:.3g}x the tolerance)")
+        if all(ok for ok, _ in changes):
+            reasons.append(f"ignores input {i}: swapping it for a standard or a heavy-tailed draw changes no "
+                           f"output beyond the tolerance (largest change {ex:.3g}x the tolerance)")
     details["swaps"] = swaps
     return DegeneracyReport(task.task_id, bool(reasons), "; ".join(reasons), details)
 
@@ -400,14 +410,13 @@ def _input_independent_answers(outs: list, specs: tuple, passes: Callable, detai
     buffer exists at a time."""
     answers: dict[str, float] = {}
     best_pair, best, passing_pair = (0, 1), math.inf, None
-    for j in range(len(outs)):  # (a) set j's output as the answer for set i
-        for i in range(len(outs)):
-            if i != j:
-                ok, ex = passes(outs[i], outs[j])
-                if ex < best:
-                    best_pair, best = (j, i), ex
-                if ok and (passing_pair is None or ex < passing_pair[2]):
-                    passing_pair = (j, i, ex)
+    for j in range(len(outs)):  # (a) set j's output as the answer for every other set
+        results = [(i, *passes(outs[i], outs[j])) for i in range(len(outs)) if i != j]
+        worst_i, _, worst = max(results, key=lambda r: r[2])
+        if worst < best:
+            best_pair, best = (j, worst_i), worst
+        if all(ok for _, ok, _ in results) and (passing_pair is None or worst < passing_pair[2]):
+            passing_pair = (j, worst_i, worst)
     answers["other_inputs"] = best
     builders: dict[str, Callable[[], Any]] = {"mean_output": lambda: _mean_answer(outs)}  # (b)
     builders.update({name: (lambda pick=pick: _constant_answer(outs, pick)) for name, pick in CONSTANTS.items()})
@@ -428,10 +437,10 @@ def _input_independent_answers(outs: list, specs: tuple, passes: Callable, detai
     if repeated is not None:
         reasons.append(f"near-constant: every output is one value repeated ({repeated:.6g}) for every input set")
     if passing_pair:
-        j, i, ex = passing_pair
+        j, _, ex = passing_pair
         reasons.append(f"the output for other inputs passes: input set {j}'s output ({specs[j].distribution}) "
-                       f"matches set {i}'s ({specs[i].distribution}) within the tolerance "
-                       f"(largest error {ex:.3g}x the tolerance)")
+                       f"matches every other set's ({', '.join(s.distribution for s in specs)}) within the "
+                       f"tolerance (largest error {ex:.3g}x the tolerance)")
     if repeated is None and "mean_output" in everywhere:
         reasons.append(f"near-constant: the mean output over {len(outs)} input sets passes against every set "
                        f"(largest error {everywhere['mean_output']:.3g}x the tolerance)")

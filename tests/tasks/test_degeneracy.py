@@ -181,3 +181,17 @@ def test_tolerance_excess_agrees_with_the_comparison(dtype):
     assert tolerance_excess((torch.ones(3), 2.0), (torch.ones(3), 2.0), atol=None, rtol=None) == 0.0
     assert tolerance_excess(torch.ones(3), torch.ones(4), atol=None, rtol=None) == math.inf
     assert tolerance_excess(torch.arange(3), torch.arange(3) + 1, atol=None, rtol=None) == math.inf
+
+
+def test_outputs_alike_on_standard_inputs_but_not_on_heavy_ones_are_not_flagged(tmp_path):
+    # every output is under the absolute tolerance on standard inputs (as with a Frobenius
+    # norm of a large tensor), but the judge's heavy-tailed trial tells inputs apart: no
+    # input-independent answer passes every trial
+    tiny = check_task(_task(tmp_path, "tiny", "return 1e-5 * x * x.abs().mean()"))
+    assert not tiny.degenerate, tiny.reason
+    assert tiny.details["answers"]["other_inputs"] > 1
+    # the second input matters only beyond the tolerance when it is heavy-tailed
+    faint = check_task(_task(tmp_path, "faint", "return x + 1e-5 * y", "x, y",
+                             "[torch.randn(N, N), torch.randn(N, N)]"))
+    assert not faint.degenerate, faint.reason
+    assert faint.details["swaps"]["1"] > 1
