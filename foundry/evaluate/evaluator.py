@@ -37,6 +37,7 @@ from foundry.evaluate.timing_report import analyze
 from foundry.evaluate.trial_inputs import tensor_bytes
 from foundry.evaluate.verdict import (Findings, check_consistency, check_probes, check_trials, decode,
                                       torch_compute_violation)
+from foundry.kernels import cache_dir
 from foundry.tasks.inputs import InputSpec, trial_plan
 from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task
 
@@ -419,7 +420,7 @@ class Evaluator:
                        idle_probe_ms=cfg.idle_probe_ms, max_bytes=max_bytes, importer=self._importer,
                        isolate=self.isolated and untrusted, address_cap=cfg.device != "cuda",
                        on_idle=on_idle if job.kind == "candidate" else (lambda o: b"g"),
-                       on_message=on_message)
+                       on_message=on_message, cache_env=compiler_caches(trusted=not untrusted))
 
     def _metrics(self, out: JobOutcome, job: Job, references: dict) -> dict:
         metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(output_dtype(references[0])),
@@ -565,6 +566,16 @@ class Evaluator:
         if eager:
             self._baselines.put(key, b)
         return b
+
+
+def compiler_caches(*, trusted: bool) -> dict[str, str]:
+    """Persistent compiler caches for a job: candidates share Triton's cache among
+    themselves (a build cache they may write, keyed by what it builds); baselines
+    (torch.compile) use caches of their own that no candidate can write when isolated."""
+    if not trusted:
+        return {"TRITON_CACHE_DIR": str(cache_dir("triton"))}
+    return {"TRITON_CACHE_DIR": str(cache_dir("baseline-triton")),
+            "TORCHINDUCTOR_CACHE_DIR": str(cache_dir("baseline-inductor"))}
 
 
 def _compile_seconds(out: JobOutcome) -> float:

@@ -2,8 +2,9 @@
 any candidate code runs, when the judge runs as root (or has CAP_SYS_ADMIN):
 
 - a private mount namespace in which every filesystem is read-only except the job's temp
-  dir and the kernel build cache (so a candidate cannot rewrite the judge's code, the
-  task files, installed packages or anything that is imported later by the judge);
+  dir and the kernel build caches (so a candidate cannot rewrite the judge's code, the
+  task files, installed packages, the judge's cached baselines and verdicts, or anything
+  that is imported later by the judge);
 - a private network namespace (no network);
 - no capabilities at all and no_new_privs (so it cannot undo the above, cannot read or
   write the memory or environment of the judge's processes through /proc, and cannot

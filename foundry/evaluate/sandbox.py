@@ -232,13 +232,15 @@ class WarmWorker:
 def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
             idle_probe_ms: float, max_bytes: int, address_cap: bool = True, isolate: bool = False,
             on_idle: Callable[[JobOutcome], bytes] = lambda o: b"g", shared_results: bool = True,
-            importer=None, on_message: Callable[[Message], None] | None = None) -> JobOutcome:
+            importer=None, on_message: Callable[[Message], None] | None = None,
+            cache_env: dict | None = None) -> JobOutcome:
     """Fork a child for `job`, collect its messages until it is done, dies or runs out of
     time, then kill its process group. `on_idle` answers each idle message with the byte
     the child waits for ("g": go on, "s": stop). With `shared_results`, large outputs come
     through a sealed memfd of `max_bytes` (protocol.make_result_file); with an `importer`
     (cuda_ipc.IpcImporter), CUDA outputs come device-to-device, copied on arrival.
-    `on_message` sees each message as it arrives (and may drop its tensors)."""
+    `on_message` sees each message as it arrives (and may drop its tensors). `cache_env`:
+    TRITON_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR for the child (else its own temp dir)."""
     t0 = time.monotonic()
     out = JobOutcome(memory_cap_mb=float(memory_mb), started_at=t0)
     tmp = tempfile.mkdtemp(prefix="foundry-w-")
@@ -251,7 +253,7 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
     pid = None
     try:
         fork = {"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb, "fsize_mb": 256,
-                "address_cap": address_cap, "isolate": isolate}
+                "address_cap": address_cap, "isolate": isolate, "cache_env": dict(cache_env or {})}
         try:
             reply = worker.request(fork, [job_r, res_w, log_w] + ([shm_fd] if shm_fd >= 0 else []))
         except SandboxError:  # the warm worker had died: one retry on a fresh one

@@ -87,13 +87,16 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> None:
         os.chdir(tmp)
         for var in ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
             os.environ[var] = tmp
+        for var, path in (req.get("cache_env") or {}).items():  # persistent compiler caches, the judge's choice
+            if var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR") and isinstance(path, str):
+                os.environ[var] = path
         import tempfile
         tempfile.tempdir = tmp
         if req.get("isolate"):
             from foundry.evaluate.isolation import isolate
-            from foundry.kernels import cache_dir
+            from foundry.kernels import BUILD_CACHES, cache_dir
             try:
-                isolate([tmp, str(cache_dir("c").parent)])
+                isolate([tmp] + [str(cache_dir(kind)) for kind in BUILD_CACHES])
                 os.chdir(tmp)  # re-enter through the writable bind mount
             except OSError as e:
                 from foundry.evaluate import protocol

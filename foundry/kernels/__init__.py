@@ -30,6 +30,11 @@ def reset_launches() -> None:
     _launches.clear()
 
 
+# the build caches a sandboxed candidate may write (each keyed by what it builds); the
+# judge's own caches (baselines, degeneracy, its compiler caches) are not among them
+BUILD_CACHES = ("c", "cuda", "cuda_inline", "triton")
+
+
 def cache_dir(kind: str) -> Path:
     """Per-backend build cache: $FOUNDRY_CACHE_DIR/<kind>, default ~/.cache/kernelfoundry."""
     root = os.environ.get("FOUNDRY_CACHE_DIR") or os.path.join(
