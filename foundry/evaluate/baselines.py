@@ -1,14 +1,18 @@
 """The baseline cache: eager and torch.compile times per task source + sizes, device,
-hardware, thread count and torch version, on disk (one small JSON file per key)."""
+hardware, thread count and torch version, on disk (one small JSON file per key); and
+reading a baseline job's outcome into a `Baseline`."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 
 from foundry.evaluate.disk_cache import JsonDiskCache
+from foundry.evaluate.phases import PhaseTimes
+from foundry.evaluate.timing_report import analyze
 from foundry.types import Task, content_hash
 
 
@@ -44,3 +48,30 @@ class BaselineCache:
 
     def put(self, key: str, value: Baseline) -> None:
         self._records.put(key, {**asdict(value), "torch": torch.__version__})
+
+
+def baseline_from(out: Any, phases: PhaseTimes) -> Baseline:
+    """The eager and torch.compile times of a baseline job's outcome (a JobOutcome), each
+    checked against the judge's clock; their wall times go into `phases`."""
+    eager = compiled = compile_s = None
+    start = end = None
+    last = out.started_at
+    for m in out.messages:
+        kind = m.header.get("kind")
+        if kind == "timing_start":
+            start, end = m.at, None
+        elif kind == "timing_end":
+            end = m.at
+        elif kind == "baseline":
+            v = analyze(m.header, started_at=start, ended_at=end or m.at)
+            which = "eager" if m.header.get("which") == "eager" else "compile"
+            phases.add(f"baseline_{which}", m.at - last)
+            last = m.at
+            if which == "eager":
+                eager = v.runtime_ms
+            else:
+                compiled = v.runtime_ms
+                compile_s = m.header.get("compile_s")
+    errors = out.of_kind("error")
+    err = str(errors[0].header.get("error", "")) if errors else ("" if eager else out.exit_text())
+    return Baseline(eager_ms=eager, compile_ms=compiled, compile_s=compile_s, error=err)

@@ -13,7 +13,6 @@ reference outputs the judge has computed anyway, for when the check cannot run.
 
 from __future__ import annotations
 
-import ast
 import fnmatch
 import json
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ import torch
 
 from foundry.evaluate.compare import equal_outputs
 from foundry.evaluate.disk_cache import JsonDiskCache
+from foundry.evaluate.trial_inputs import declared_literal
 from foundry.types import Task, content_hash
 
 
@@ -39,24 +39,15 @@ def declared_degenerate_ok(task: Task) -> str:
     """The task file's ``DEGENERATE_OK`` (a non-empty string: why the task is not
     degenerate; True is accepted too), or "" when it declares none. Read with `ast`,
     never by running the file; any other value raises ValueError naming the task."""
-    try:
-        tree = ast.parse(task.source)
-    except SyntaxError:
+    declared, value = declared_literal(task.source, "DEGENERATE_OK")
+    if not declared:
         return ""
-    for node in tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "DEGENERATE_OK"):
-            try:
-                value = ast.literal_eval(node.value)
-            except ValueError:
-                value = None
-            if value is True:
-                return "declared in the task file"
-            if isinstance(value, str) and value.strip():
-                return value.strip()
-            raise ValueError(f"{task.task_id}: DEGENERATE_OK must be a non-empty string literal saying why "
-                             f"the task is not degenerate (or True), got {ast.unparse(node.value)[:80]}")
-    return ""
+    if value is True:
+        return "declared in the task file"
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise ValueError(f"{task.task_id}: DEGENERATE_OK must be a non-empty string literal saying why "
+                     f"the task is not degenerate (or True)")
 
 
 def listed_degenerate_ok(task: Task, degenerate_ok: Sequence[str]) -> str:

@@ -18,10 +18,9 @@ from typing import Any, Sequence
 
 from foundry.evaluate import isolation, protocol
 from foundry.evaluate.backends import BackendSpec, get_backend
-from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_key
+from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_from, baseline_key
 from foundry.evaluate.compare import compare
 from foundry.evaluate.config import EvalConfig
-from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, minimal_check
 from foundry.evaluate.device import get_device
 from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
 from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
@@ -32,9 +31,9 @@ from foundry.evaluate.sandbox import JobOutcome, WarmWorker, run_job
 from foundry.evaluate.screening import ScreenCollector
 from foundry.evaluate.secrets import Scrubber, clean_env, truncate
 from foundry.evaluate.static_checks import check_source
-from foundry.evaluate.task_size import TaskTooLarge, available_bytes, check_fits, meta_size
+from foundry.evaluate.task_setup import TaskSetup
+from foundry.evaluate.task_size import TaskTooLarge
 from foundry.evaluate.timing_report import analyze
-from foundry.evaluate.trial_inputs import tensor_bytes
 from foundry.evaluate.verdict import (Findings, check_consistency, check_probes, check_trials, decode,
                                       torch_compute_violation)
 from foundry.kernels import cache_dir
@@ -65,13 +64,10 @@ class Evaluator:
                 self._importer = IpcImporter()
             except Exception as e:  # noqa: BLE001 - outputs then come through the host
                 self.transfer_note = f"CUDA IPC unavailable ({type(e).__name__}: {e}); outputs via the host"
-        self._sizes: dict[str, tuple[int, int]] = {}  # task -> (input bytes, output bytes) per trial
         self._scrub = Scrubber.from_environ(self.config.secret_env_names)
         self._reference = ReferenceRunner(self.device)
         self._baselines = BaselineCache(self.config.baseline_cache_dir)
-        self._degeneracy: dict[tuple, Degeneracy] = {}
-        self._ref_ops: dict[str, frozenset] = {}
-        self._too_large: dict[str, str] = {}  # task -> why it cannot be judged here
+        self._setup = TaskSetup(config=self.config, reference=self._reference)
         self.hardware = self.device.hardware_id(self.config.threads)
         self.isolated = self.config.isolation != "none" and isolation.available()
         if self.config.isolation == "required" and not self.isolated:
@@ -175,7 +171,8 @@ class Evaluator:
             references = self._reference_outputs(task, job, range(len(job.trials)))
         atol, rtol = self._tolerance(task)
         with phases.measure("degeneracy"):
-            degenerate = self._check_degenerate(task, [references[i] for i in job.main_trials], atol=atol, rtol=rtol)
+            degenerate = self._setup.degeneracy(task, [references[i] for i in job.main_trials],
+                                                atol=atol, rtol=rtol)
         if degenerate.degenerate:
             f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
         with phases.measure("compare"):
@@ -389,7 +386,7 @@ class Evaluator:
         cfg = self.config
         if base is None:
             base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
-        large = is_large(self._sizes.get(task.source_hash, (0, 0)), cfg)
+        large = is_large(self._setup.size_of(task), cfg)
         trials = trials_for(task, cfg, large=large, base=base)
         self._worker.ensure_preloaded(backend.preload)
         return Job(kind="candidate", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
@@ -400,7 +397,7 @@ class Evaluator:
     def _run(self, job: Job, *, deadline_s: float, task: Task, stop_early: bool = False,
              reference_ops: frozenset = frozenset(), on_message=None) -> JobOutcome:
         cfg = self.config
-        cap, max_bytes = memory_caps(cfg, self._sizes.get(task.source_hash, (0, 0)), job)
+        cap, max_bytes = memory_caps(cfg, self._setup.size_of(task), job)
 
         def on_idle(out: JobOutcome) -> bytes:
             strict = not cfg.allow_torch_ops
@@ -468,62 +465,12 @@ class Evaluator:
             pass
 
     # ---------------------------------------------------------------- once per task
+    @property
+    def _sizes(self) -> dict[str, tuple[int, int]]:
+        return self._setup.sizes
+
     def _task_setup(self, task: Task, phases: PhaseTimes | None = None) -> frozenset:
-        """The PyTorch compute ops the task's reference runs and its data sizes (once per
-        task), recorded on inputs from a seed no trial uses, so no trial's reference
-        output exists yet."""
-        key = task.source_hash
-        phases = phases or PhaseTimes()
-        if key in self._too_large:
-            raise TaskTooLarge(self._too_large[key])
-        if key not in self._ref_ops:
-            with phases.measure("task_setup"):
-                self._check_fits(task)
-                try:
-                    from foundry.evaluate.harness import OpRecorder
-                    model = self._reference.model(task, {}, 12345)
-                    rec = OpRecorder()
-                    sizes: dict = {}
-                    with rec:
-                        out = self._reference.outputs(model, task, {}, InputSpec(987654321), sizes=sizes)
-                    self._sizes[key] = (int(sizes.get("input_bytes", 0)), tensor_bytes(out))
-                    del out, model
-                    self._ref_ops[key] = frozenset(rec.compute)
-                except Exception:  # noqa: BLE001 - a failing task is reported by the worker
-                    self._ref_ops[key] = frozenset()
-        return self._ref_ops[key]
-
-    def _check_fits(self, task: Task) -> None:
-        """Size the task on the meta device and fail, naming it and its sizes, when one
-        evaluation cannot fit in this judge's device (or host) memory."""
-        size = meta_size(task)
-        if size is None:
-            return
-        cfg = self.config
-        large = is_large((size.input_bytes, size.output_bytes), cfg)
-        full = min(cfg.trials, cfg.full_size_trials) if large else cfg.trials
-        try:
-            check_fits(task, size, available_bytes=available_bytes(cfg.device), full_trials=full,
-                       timing_sets=min(TIMING_SETS, full),
-                       where="GPU memory" if cfg.device == "cuda" else "host memory")
-        except TaskTooLarge as e:
-            self._too_large[task.source_hash] = str(e)
-            raise
-
-    def _check_degenerate(self, task: Task, outputs: list, *, atol: float, rtol: float) -> Degeneracy:
-        """At the task's own sizes, with the judge's comparison and tolerance; cached on disk
-        per task source, sizes, device, tolerance and torch version."""
-        key = (task.source_hash, repr(atol), repr(rtol))
-        if key not in self._degeneracy:
-            cfg = self.config
-            try:
-                d = judge_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
-                                     cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
-                                     degenerate_ok=cfg.degenerate_ok)
-            except Exception:  # noqa: BLE001 - e.g. out of memory: the judge's own outputs decide
-                d = minimal_check(outputs)
-            self._degeneracy[key] = d
-        return self._degeneracy[key]
+        return self._setup.reference_ops(task, phases)
 
     def _baseline(self, task: Task, phases: PhaseTimes | None = None) -> Baseline:
         cfg = self.config
@@ -541,29 +488,9 @@ class Evaluator:
                   variants=({},), init_seed=BASELINE_SEED, trials=trials, timing=self._timing(trials, None),
                   compile_baseline=cfg.compile_baseline)
         out = self._run(job, deadline_s=cfg.baseline_timeout_s, task=task)
-        eager = compiled = compile_s = None
-        start = end = None
-        last = out.started_at
-        for m in out.messages:
-            kind = m.header.get("kind")
-            if kind == "timing_start":
-                start, end = m.at, None
-            elif kind == "timing_end":
-                end = m.at
-            elif kind == "baseline":
-                v = analyze(m.header, started_at=start, ended_at=end or m.at)
-                which = "eager" if m.header.get("which") == "eager" else "compile"
-                phases.add(f"baseline_{which}", m.at - last)
-                last = m.at
-                if which == "eager":
-                    eager = v.runtime_ms
-                else:
-                    compiled = v.runtime_ms
-                    compile_s = m.header.get("compile_s")
-        errors = out.of_kind("error")
-        err = str(errors[0].header.get("error", "")) if errors else ("" if eager else out.exit_text())
-        b = Baseline(eager_ms=eager, compile_ms=compiled, compile_s=compile_s, error=self._clean(err))
-        if eager:
+        b = baseline_from(out, phases)
+        b = dataclasses.replace(b, error=self._clean(b.error))
+        if b.eager_ms:
             self._baselines.put(key, b)
         return b
 

@@ -70,19 +70,29 @@ def tensor_bytes(obj: Any) -> int:
     return 0
 
 
-def small_sizes(task: Any) -> dict:
-    """The task file's SMALL_SIZES (a literal dict), or {} when it declares none."""
+NOT_LITERAL = object()  # a module-level name assigned something `ast.literal_eval` cannot read
+
+
+def declared_literal(source: str, name: str) -> tuple[bool, Any]:
+    """(True, value) for a module-level `name = <literal>` in a task file's `source`,
+    (True, NOT_LITERAL) when `name` is assigned anything else, (False, None) when it is
+    not assigned. Read with `ast`: the file is never run."""
     import ast
     try:
-        tree = ast.parse(task.source)
+        tree = ast.parse(source)
     except SyntaxError:
-        return {}
+        return False, None
     for node in tree.body:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1
-                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == "SMALL_SIZES"):
+                and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name):
             try:
-                value = ast.literal_eval(node.value)
+                return True, ast.literal_eval(node.value)
             except ValueError:
-                return {}
-            return dict(value) if isinstance(value, dict) else {}
-    return {}
+                return True, NOT_LITERAL
+    return False, None
+
+
+def small_sizes(task: Any) -> dict:
+    """The task file's SMALL_SIZES (a literal dict), or {} when it declares none."""
+    _, value = declared_literal(task.source, "SMALL_SIZES")
+    return dict(value) if isinstance(value, dict) else {}

@@ -1,0 +1,94 @@
+"""What the judge learns once per task, before or at its first evaluation: whether an
+evaluation fits in memory, its data sizes, the PyTorch ops its reference computes, and
+whether the task is degenerate. Baselines are cached in `baselines.py`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from foundry.evaluate.config import EvalConfig
+from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, minimal_check
+from foundry.evaluate.job_plan import TIMING_SETS, is_large
+from foundry.evaluate.phases import PhaseTimes
+from foundry.evaluate.reference import ReferenceRunner
+from foundry.evaluate.task_size import TaskTooLarge, available_bytes, check_fits, meta_size
+from foundry.evaluate.trial_inputs import tensor_bytes
+from foundry.tasks.inputs import InputSpec
+from foundry.types import Task
+
+SIZING_SEED, SIZING_INPUT_SEED = 12345, 987654321  # seeds no trial uses
+
+
+class TaskSetup:
+    """Per task (by source hash): sizes, reference ops, the too-large verdict, degeneracy."""
+
+    def __init__(self, *, config: EvalConfig, reference: ReferenceRunner):
+        self.config = config
+        self.reference = reference
+        self.sizes: dict[str, tuple[int, int]] = {}  # task -> (input bytes, output bytes) per trial
+        self._ops: dict[str, frozenset] = {}
+        self._too_large: dict[str, str] = {}  # task -> why it cannot be judged here
+        self._degeneracy: dict[tuple, Degeneracy] = {}
+
+    def size_of(self, task: Task) -> tuple[int, int]:
+        return self.sizes.get(task.source_hash, (0, 0))
+
+    def reference_ops(self, task: Task, phases: PhaseTimes | None = None) -> frozenset:
+        """The PyTorch compute ops the task's reference runs (and its data sizes, recorded
+        on the way), measured once on inputs from a seed no trial uses, so no trial's
+        reference output exists yet. Raises TaskTooLarge for a task that cannot fit."""
+        key = task.source_hash
+        if key in self._too_large:
+            raise TaskTooLarge(self._too_large[key])
+        if key not in self._ops:
+            with (phases or PhaseTimes()).measure("task_setup"):
+                self._check_fits(task)
+                self._ops[key] = self._record_ops(task)
+        return self._ops[key]
+
+    def _record_ops(self, task: Task) -> frozenset:
+        try:
+            from foundry.evaluate.harness import OpRecorder
+            model = self.reference.model(task, {}, SIZING_SEED)
+            rec = OpRecorder()
+            sizes: dict = {}
+            with rec:
+                out = self.reference.outputs(model, task, {}, InputSpec(SIZING_INPUT_SEED), sizes=sizes)
+            self.sizes[task.source_hash] = (int(sizes.get("input_bytes", 0)), tensor_bytes(out))
+            return frozenset(rec.compute)
+        except Exception:  # noqa: BLE001 - a failing task is reported by the worker
+            return frozenset()
+
+    def _check_fits(self, task: Task) -> None:
+        """Size the task on the meta device and fail, naming it and its sizes, when one
+        evaluation cannot fit in this judge's device (or host) memory."""
+        size = meta_size(task)
+        if size is None:
+            return
+        cfg = self.config
+        large = is_large((size.input_bytes, size.output_bytes), cfg)
+        full = min(cfg.trials, cfg.full_size_trials) if large else cfg.trials
+        try:
+            check_fits(task, size, available_bytes=available_bytes(cfg.device), full_trials=full,
+                       timing_sets=min(TIMING_SETS, full),
+                       where="GPU memory" if cfg.device == "cuda" else "host memory")
+        except TaskTooLarge as e:
+            self._too_large[task.source_hash] = str(e)
+            raise
+
+    def degeneracy(self, task: Task, outputs: list[Any], *, atol: float, rtol: float) -> Degeneracy:
+        """At the task's own sizes, with the judge's comparison and tolerance; cached on disk
+        per task source, sizes, device, tolerance and torch version. `outputs`: the
+        reference's outputs on the trials, judged alone when the check cannot run."""
+        key = (task.source_hash, repr(atol), repr(rtol))
+        if key not in self._degeneracy:
+            cfg = self.config
+            try:
+                d = judge_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
+                                     cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
+                                     degenerate_ok=cfg.degenerate_ok)
+            except Exception:  # noqa: BLE001 - e.g. out of memory: the judge's own outputs decide
+                d = minimal_check(outputs)
+            self._degeneracy[key] = d
+        return self._degeneracy[key]
