@@ -25,7 +25,7 @@ from foundry.evaluate.device import get_device
 from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
 from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
                                        timing_spec, trials_for, variants_for)
-from foundry.evaluate.phases import PhaseTimes, worker_phases
+from foundry.evaluate.phases import PhaseTimes, worker_phases, worker_start_parts
 from foundry.evaluate.reference import ReferenceRunner, output_dtype
 from foundry.evaluate.sandbox import JobOutcome, WarmWorker, run_job
 from foundry.evaluate.screening import ScreenCollector
@@ -426,6 +426,7 @@ class Evaluator:
                          "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
         if self.transfer_note:
             metrics["transfer_note"] = self.transfer_note
+        metrics["worker_start_parts_s"] = worker_start_parts(out)
         repeat = out.of_kind("repeat")
         parts = repeat[0].header.get("trial_parts") if repeat else None
         if isinstance(parts, dict):  # the worker's own split of the "trials" phase (metrics only)

@@ -8,8 +8,8 @@ code runs (device setup and input generation, in its "ready" message).
 Phase names (a flat dict; absent when a step did not run):
     static_checks      source checks before anything runs
     task_setup         first evaluation of a task: its reference ops and data sizes
-    worker_start       fork to "ready": of which worker_device_setup (context, threads)
-                       and worker_inputs (every trial's inputs generated)
+    worker_start       fork to "ready" (its parts, the worker's device setup and input
+                       generation, are in metrics["worker_start_parts_s"])
     build              candidate module executed and models constructed
     trials             correctness trials and the repeat run, outputs transferred
     idle_probes        the judge watching an idle worker for background work
@@ -63,6 +63,15 @@ def _number(header: dict, key: str) -> float:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 0 else 0.0
 
 
+def worker_start_parts(out: Any) -> dict[str, float]:
+    """The worker's own split of "worker_start", measured before any candidate code ran:
+    device setup (context, threads) and every trial's inputs generated."""
+    head = next((m.header for m in out.messages if m.header.get("kind") == "ready"), None)
+    if head is None:
+        return {}
+    return {"device_setup_s": round(_number(head, "device_setup_s"), 4), "inputs_s": round(_number(head, "inputs_s"), 4)}
+
+
 def worker_phases(out: Any, *, ended_at: float | None = None) -> dict[str, float]:
     """Phases of one sandbox job from its messages' arrival times (`out`: a JobOutcome)."""
     msgs = out.messages
@@ -76,9 +85,6 @@ def worker_phases(out: Any, *, ended_at: float | None = None) -> dict[str, float
     ready = first.get("ready")
     if ready is not None:
         phases["worker_start"] = ready - t
-        head = next(m.header for m in msgs if m.header.get("kind") == "ready")
-        phases["worker_device_setup"] = _number(head, "device_setup_s")
-        phases["worker_inputs"] = _number(head, "inputs_s")
         t = ready
     compiled = first.get("compiled")
     if compiled is not None:
