@@ -178,6 +178,8 @@ class Evaluator:
         with phases.measure("compare"):
             self._judge_outputs(f, out, job, references, backend, ref_ops, atol=atol, rtol=rtol)
         metrics = self._metrics(out, job, references)
+        if "task_setup" in phases.seconds:  # this evaluation paid for the task's setup
+            metrics["task_setup_parts_s"] = dict(self._setup.parts.get(task.source_hash, {}))
         if degenerate.override:
             metrics["degeneracy_overridden"] = degenerate.override
         runtime = spread = None

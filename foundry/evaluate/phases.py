@@ -7,7 +7,8 @@ code runs (device setup and input generation, in its "ready" message).
 
 Phase names (a flat dict; absent when a step did not run):
     static_checks      source checks before anything runs
-    task_setup         first evaluation of a task: its reference ops and data sizes
+    task_setup         first evaluation of a task: its fit check and reference ops
+                       (split in metrics["task_setup_parts_s"])
     worker_start       fork to "ready" (its parts, the worker's device setup and input
                        generation, are in metrics["worker_start_parts_s"])
     build              candidate module executed and models constructed

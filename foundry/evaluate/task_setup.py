@@ -5,6 +5,7 @@ whether the task is degenerate. Baselines are cached in `baselines.py`."""
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 from foundry.evaluate.config import EvalConfig
@@ -30,6 +31,7 @@ class TaskSetup:
         self._ops: dict[str, frozenset] = {}
         self._too_large: dict[str, str] = {}  # task -> why it cannot be judged here
         self._degeneracy: dict[tuple, Degeneracy] = {}
+        self.parts: dict[str, dict[str, float]] = {}  # task -> its setup's split (meta sizing, reference ops)
 
     def size_of(self, task: Task) -> tuple[int, int]:
         return self.sizes.get(task.source_hash, (0, 0))
@@ -43,8 +45,12 @@ class TaskSetup:
             raise TaskTooLarge(self._too_large[key])
         if key not in self._ops:
             with (phases or PhaseTimes()).measure("task_setup"):
+                t0 = time.monotonic()
                 self._check_fits(task)
+                t1 = time.monotonic()
                 self._ops[key] = self._record_ops(task)
+                self.parts[key] = {"fit_check_s": round(t1 - t0, 4),
+                                   "reference_ops_s": round(time.monotonic() - t1, 4)}
         return self._ops[key]
 
     def _record_ops(self, task: Task) -> frozenset:
