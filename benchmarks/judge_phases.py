@@ -72,6 +72,7 @@ def main() -> int:
                 print(f"{task.task_id} #{k}: correct={r.correct} {r.eval_s:.2f} s "
                       f"runtime={r.runtime_ms} ms eager={r.eager_ms} compile={r.compile_ms} "
                       f"[{_top(r.metrics.get('phases', {}))}] trials: {r.metrics.get('trial_parts_s')} "
+                      f"setup: {r.metrics.get('task_setup_parts_s', '-')} "
                       f"{r.error[:300] if not r.correct else ''}",
                       flush=True)
             settings = list(points(read_tunable(source), limit=a.screen_points, exhaustive_max=32, seed=0,
@@ -87,6 +88,7 @@ def main() -> int:
                    "first_phases": evals[0].metrics.get("phases", {}),
                    "warm_phases": evals[-1].metrics.get("phases", {}),
                    "warm_trial_parts_s": evals[-1].metrics.get("trial_parts_s", {}),
+                   "task_setup_parts_s": evals[0].metrics.get("task_setup_parts_s", {}),
                    "worker_peak_rss_mb": max(r.metrics.get("worker_peak_rss_mb", 0) for r in evals),
                    "screen_points": len(screened), "screen_ok": sum(p.ok for p in screened), "screen_s": screen_s,
                    "tuned_cost_over_plain": (screen_s + statistics.median(warm)) / statistics.median(warm)}

@@ -83,6 +83,8 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
             "per_min_first_to_last": 60 * (n - 1) / first_to_last if first_to_last else float("nan"),
             "wall_s": wall_s, "budget_s": budget_s, "over_budget_s": wall_s - budget_s,
             "stop_reason": meta.get("stop_reason"), "gpus": meta.get("gpus"),
+            "stop_s": (meta.get("sessions") or [{}])[-1].get("stop_s"),
+            "judged_per_min": (meta.get("sessions") or [{}])[-1].get("judged_per_min"),
             "phases_s": {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])},
             "tasks": per_task}
 
