@@ -95,6 +95,7 @@ class Worker:
         self.channel = protocol.Channel(result_fd, ack_fd=job_fd, shm_fd=shm_fd,
                                         cuda_ipc=job.cuda_ipc and job.device == "cuda")
         self._profiled = False
+        self._setup_done = False  # the backend's worker setup ran (once per job)
         self.poison_s = 0.0  # spent making never-written memory read as poison
 
     def send(self, header: dict, tensors=()) -> None:
@@ -142,7 +143,7 @@ class Worker:
         """Execute the candidate's source as a fresh module; PARAMS are the TUNABLE
         defaults updated with the job's params (or `params`, for a screened point)."""
         cand = self.job.candidate
-        if cand.worker_setup and not self.__dict__.get("_setup_done"):
+        if cand.worker_setup and not self._setup_done:
             mod_name, fn = cand.worker_setup.split(":")
             getattr(importlib.import_module(mod_name), fn)()
             self._setup_done = True
