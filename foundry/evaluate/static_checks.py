@@ -57,6 +57,12 @@ PATTERNS: dict[str, tuple[str, ...]] = {
                      r"\bfoundry\s*\.\s*tasks\b", r"_timing\b"),
     "launch_tampering": (r"\brecord_launch\b", r"\breset_launches\b", r"\b_launches\b",
                          r"\blaunches\s*\("),
+    # compiling at run time: the compiler's kernels would do the work the candidate claims
+    # (Inductor's runtime helpers, which generated kernels import, stay allowed)
+    "runtime_compile": (
+        r"\btorch\s*\.\s*compile\b", r"^\s*from\s+torch\s+import\s+[^\n]*\bcompile\b", r"\b_dynamo\b",
+        r"\b_inductor\b(?!\s*\.\s*runtime\b)", r"\bcompile_fx\w*", r"\baot_(compile|autograd|function)\b",
+        r"\btorch\s*\.\s*(jit|export)\b", r"['\"](compile|_dynamo|_inductor)['\"]"),
     "reference_call": (r"\bModel\s*\(", r"\bget_inputs\s*\(", r"\bget_init_inputs\s*\(",
                        r"\bsuper\s*\(\s*\)\s*\.\s*forward", r"\bsuper\s*\([^)]+\)\s*\.\s*forward"),
 }
