@@ -118,8 +118,8 @@ class Evaluator:
                   timing=screen_timing(self._timing(trials, backend)),
                   candidate=self._candidate_spec(candidate, backend), points=points)
         reference = self._reference_outputs(task, job, [0])[0]
-        collector = ScreenCollector(points=points, reference=reference, atol=self._tolerance(task)[0],
-                                    rtol=self._tolerance(task)[1], reference_ops=ref_ops,
+        atol, rtol = self._tolerance(task)
+        collector = ScreenCollector(points=points, reference=reference, atol=atol, rtol=rtol, reference_ops=ref_ops,
                                     launch_key=backend.launch_key, allow_torch_ops=cfg.allow_torch_ops)
         self._worker.ensure_preloaded(backend.preload)
         deadline = cfg.timeout_s * max(1.0, len(points) / 2)

@@ -257,19 +257,18 @@ class Worker:
         the output (the judge compares it), then time it on the first timing set. A point
         that fails is reported and the next one runs; one process builds them all."""
         job = self.job
+        self.trials[0]["inputs"] = None  # each point gets inputs regenerated from the seed
         for k, point in enumerate(job.points):
-            t0 = self.clock()
             try:
                 module = self.load_candidate(params=point)
                 model = self.construct(module.ModelNew)[0]
-                build_s = (self.clock() - t0) / 1e9
                 out, info = self.run_trial(model, self.fresh_inputs(0), record=job.candidate.record_ops)
             except BaseException:  # noqa: BLE001 - a failing point is data, not the end of the job
                 self.send({"kind": "screen_error", "point": k, "error": traceback.format_exc()[-3000:]})
                 continue
             tensors: list = []
-            self.send({"kind": "screen_trial", "point": k, "build_s": build_s,
-                       "tree": protocol.encode_tree(out, tensors), **info}, tensors)
+            self.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors), **info},
+                      tensors)
             del out, tensors
             self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False)
             del model, module
