@@ -94,13 +94,25 @@ class RayConfig(_FromConfig):
     cpu_evaluators: int = _field("int", 1, min=1)  # evaluators when the cluster has no GPU
     evaluator_cpus: float = _field("float", 1.0, min=0)  # CPUs reserved per evaluator actor
     max_gpu_evaluators: int | None = _field("int", None, nullable=True, min=1)  # cap: use at most N GPUs
-    slots_per_evaluator: int = _field("int", 1, min=1)  # candidates in flight per evaluator
+    # candidates in flight per evaluator, each in a lane of its own (timed one at a time);
+    # null: GPU_LANES per GPU evaluator, 1 per CPU evaluator
+    slots_per_evaluator: int | None = _field("int", None, nullable=True, min=1)
     island_actors: int | None = _field("int", None, nullable=True, min=1)  # null: one per island
     max_restarts: int = _field("int", 3, min=-1)  # per actor (-1: unlimited)
     include_dashboard: bool = _field("bool", False)
     log_to_driver: bool = _field("bool", False)
     namespace: str | None = _field("str", None, nullable=True)
     runtime_env: dict = _field("map", {})
+
+
+    def slots(self, *, gpu: bool) -> int:
+        """Lanes (candidates in flight) per evaluator actor."""
+        if self.slots_per_evaluator is not None:
+            return self.slots_per_evaluator
+        return GPU_LANES if gpu else 1
+
+
+GPU_LANES = 3  # lanes per GPU evaluator by default: one timing while two build and check
 
 
 @dataclass(frozen=True)

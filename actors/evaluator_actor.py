@@ -1,53 +1,72 @@
 """`EvaluatorActor`: one per GPU (`num_gpus=1`), or CPU evaluators where there is no GPU.
 
 A thin shell over `foundry.evaluate.Evaluator` (which runs candidates in sandbox
-workers, never in this process). Options (GPU, CPUs, restarts, concurrency) are given
-by `evaluator_options`. After a crash Ray restarts it (`max_restarts`) and `__init__`
-builds a fresh evaluator; the dispatcher re-queues what was in flight.
+workers, never in this process). With `lanes` > 1 it holds that many Evaluators over its
+one device, sharing a `DeviceGate`: one candidate's build and trials overlap another's
+timed runs, which still have the device to themselves; Ray calls `evaluate` from up to
+`lanes` threads at once (`max_concurrency`), each taking a free lane. Options (GPU,
+CPUs, restarts, concurrency) are given by `evaluator_options`. After a crash Ray
+restarts it (`max_restarts`) and `__init__` builds fresh evaluators; the dispatcher
+re-queues what was in flight.
 """
 
 from __future__ import annotations
 
 import os
+import queue
 import socket
 from typing import Any, Mapping
 
 import ray
 
 from actors.evaluation import EvaluationService
-from actors.parts import make_evaluator
+from actors.parts import make_device_gate, make_evaluator
 from foundry.types import Candidate, EvalResult, Task
 
 
 @ray.remote
 class EvaluatorActor:
     def __init__(self, *, name: str, eval_config: Mapping[str, Any], impl: str | None = None,
-                 tuning: Mapping[str, Any] | None = None):
+                 tuning: Mapping[str, Any] | None = None, lanes: int = 1):
         self.name = name
-        self.evaluator = make_evaluator(eval_config, impl=impl)
-        self.service = EvaluationService(evaluator=self.evaluator, tuning=tuning,
-                                         device=str(eval_config.get("device", "cpu")))
+        device = str(eval_config.get("device", "cpu"))
+        self.gate = make_device_gate(device, lanes=lanes)
+        self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate),
+                                           tuning=tuning, device=device) for _ in range(max(1, lanes))]
+        self._free: queue.Queue = queue.Queue()
+        for service in self.services:
+            self._free.put(service)
         self.count = 0
 
     def evaluate(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult, str]:
         """(the candidate as evaluated (tuned params where it declares TUNABLE and tuning
         is on), its result, this evaluator's name)."""
-        candidate, result = self.service.run(task, candidate)
+        service = self._free.get()
+        try:
+            candidate, result = service.run(task, candidate)
+        finally:
+            self._free.put(service)
         self.count += 1
         return candidate, result, self.name
 
     def baselines(self, task: Task) -> Any:
-        return self.evaluator.baselines(task=task)
+        service = self._free.get()
+        try:
+            return service.evaluator.baselines(task=task)
+        finally:
+            self._free.put(service)
 
     def info(self) -> dict:
         return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "evaluated": self.count,
-                "measurements": self.service.measurements}
+                "lanes": len(self.services), "gate": self.gate.snapshot(),
+                "measurements": sum(s.measurements for s in self.services)}
 
     def close(self) -> None:
-        close = getattr(self.evaluator, "close", None)
-        if close is not None:
-            close()
+        for service in self.services:
+            close = getattr(service.evaluator, "close", None)
+            if close is not None:
+                close()
 
 
 def evaluator_options(*, gpu: bool, cpus: float, max_restarts: int, slots: int) -> dict:

@@ -23,11 +23,21 @@ def load_impl(spec: str) -> Callable[..., Any]:
         raise ValueError(f"cannot load implementation {spec!r}: {e}") from None
 
 
-def make_evaluator(eval_config: Mapping[str, Any], *, impl: str | None = None) -> Any:
+def make_evaluator(eval_config: Mapping[str, Any], *, impl: str | None = None, gate: Any = None) -> Any:
+    """The judge (or a stand-in, which gets no gate); `gate`: the DeviceGate its lanes share."""
     if impl:
         return load_impl(impl)(config=dict(eval_config))
     from foundry.evaluate import EvalConfig, Evaluator
-    return Evaluator(config=EvalConfig.from_config(dict(eval_config)))
+    return Evaluator(config=EvalConfig.from_config(dict(eval_config)), gate=gate)
+
+
+def make_device_gate(device: str, *, lanes: int) -> Any:
+    """The gate an evaluator's lanes share; on a GPU it lets them reserve together at most
+    90% of the device's memory."""
+    from foundry.evaluate.device_gate import DeviceGate
+    from foundry.evaluate.task_size import available_bytes
+    capacity = int(0.9 * available_bytes(device)) if device == "cuda" and lanes > 1 else 0
+    return DeviceGate(capacity_bytes=capacity)
 
 
 def make_proposer(*, llm: Mapping[str, Any], templates: Mapping[str, Any],

@@ -82,14 +82,16 @@ class Supervisor:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
         n_eval = self.gpus if self.gpus else s.ray.cpu_evaluators
+        lanes = s.ray.slots(gpu=bool(self.gpus))
         opts = evaluator_options(gpu=bool(self.gpus), cpus=s.ray.evaluator_cpus,
-                                 max_restarts=s.ray.max_restarts, slots=s.ray.slots_per_evaluator)
+                                 max_restarts=s.ray.max_restarts, slots=lanes)
         eval_config = {**(raw.get("evaluator") or {})}
         tuning = tuner_config(raw.get("templates") or {}) if s.run.tune else None
         if not s.run.evaluator_impl:  # the runtime places evaluators, so it sets their device
             eval_config["device"] = "cuda" if self.gpus else "cpu"
         self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
-            name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning)
+            name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning,
+            lanes=lanes)
             for k in range(n_eval)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)
@@ -97,7 +99,7 @@ class Supervisor:
         self.dispatcher = DispatcherActor.options(scheduling_strategy=here).remote(
             budget=budget, budget_per_key=s.budget.evaluations_per_task,
                                                  spent_per_key=spent)
-        ray.get(self.dispatcher.add_evaluators.remote(self.evaluators, s.ray.slots_per_evaluator))
+        ray.get(self.dispatcher.add_evaluators.remote(self.evaluators, lanes))
         self.prompt_actor = PromptEvolverActor.options(max_restarts=s.ray.max_restarts,
                                                        scheduling_strategy=here).remote(
             prompt=raw.get("prompt") or {}, llm=raw.get("llm") or {}, seed=self.s.seed,

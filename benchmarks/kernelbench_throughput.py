@@ -3,11 +3,13 @@ engine and tuner, the sandboxed judge) on KernelBench problems at their publishe
 
     python benchmarks/kernelbench_throughput.py [--path ../shared/kernelbench]
         [--problems 1/21 1/24 ...] [--wall-s 240] [--runs 2] [--checkout DIR]
-        [--override key=value ...] [--out throughput.json]
+        [--override key=value ...] [--out throughput.json] [--keep DIR]
 
 The chosen problem files are linked into a temporary folder (`levelN/` kept, so task ids
-stay `levelN/<name>`), and `python -m foundry tasks=kernelbench tasks.path=<that folder>`
-runs on it `--runs` times in a row: the first pays each task's first-time setup
+stay `levelN/<name>`), and the main job, `python -m foundry +exp=kernelbench
+tasks=kernelbench tasks.path=<that folder>` (its settings: two islands, tuning with
+`templates.tune_budget=6`, one evaluator per GPU with its default lanes), runs on it
+`--runs` times in a row: the first pays each task's first-time setup
 (baselines, degeneracy, compiles: cached on disk), the later ones show the steady state.
 Per run: evaluations recorded, the rate over the whole run and in the steady state (the
 middle 80% of evaluations by their log timestamps), a tuned candidate counted once; the
@@ -97,10 +99,14 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--checkout", default=str(ROOT), help="the checkout whose `python -m foundry` runs")
     ap.add_argument("--override", nargs="*", default=[], help="more Hydra overrides")
+    ap.add_argument("--exp", nargs="*", default=["+exp=kernelbench"],
+                    help="the experiment the run starts from (its tasks are replaced by the problems)")
     ap.add_argument("--out", default="")
+    ap.add_argument("--keep", default="", help="folder for the runs' directories and logs (default: a temp dir)")
     a = ap.parse_args()
 
-    tmp = Path(tempfile.mkdtemp(prefix="kb-problems-"))
+    tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="kb-problems-"))
+    tmp.mkdir(parents=True, exist_ok=True)
     ids = link_problems(Path(a.path), a.problems, tmp / "tasks")
     print(f"{len(ids)} problems: {', '.join(ids)}", flush=True)
     levels = ",".join(sorted({spec.split("/")[0] for spec in a.problems}, key=int))
@@ -109,7 +115,7 @@ def main() -> int:
     runs = []
     for k in range(a.runs):
         run_dir = tmp / f"run{k}"
-        cmd = [sys.executable, "-m", "foundry", "tasks=kernelbench", f"tasks.path={tmp / 'tasks'}",
+        cmd = [sys.executable, "-m", "foundry", *a.exp, "tasks=kernelbench", f"tasks.path={tmp / 'tasks'}",
                f"tasks.level=[{levels}]", "tasks.ids=null", "budget.evaluations=100000",
                f"budget.wall_time_s={a.wall_s}", "run.progress=log", "run.progress_every_s=30",
                f"hydra.run.dir={run_dir}", *a.override]

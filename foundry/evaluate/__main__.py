@@ -117,7 +117,9 @@ def main(argv: list[str] | None = None) -> int:
                "speedup_compile": _num(r.speedup_compile), "max_abs_err": _num(r.max_abs_err),
                "max_rel_err": _num(r.max_rel_err), "backend": backend, "task_id": r.task_id,
                "candidate_id": r.candidate_id, "device": r.device, "hardware": r.hardware,
-               "compile_s": r.compile_s, "eval_s": r.eval_s, "phases": r.metrics.get("phases", {}), "gpu": gpu}
+               "compile_s": r.compile_s, "eval_s": r.eval_s, "phases": r.metrics.get("phases", {}),
+               "phase_parts": {k: r.metrics[k] for k in ("task_setup_parts_s", "worker_start_parts_s", "trial_parts_s")
+                               if k in r.metrics}, "gpu": gpu}
         sys.stdout.write(json.dumps(obj) + "\n")
     else:
         verdict = "CORRECT" if r.correct else f"FAILED at stage {stage}"

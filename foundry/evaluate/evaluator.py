@@ -22,6 +22,7 @@ from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_from, b
 from foundry.evaluate.compare import compare
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.device import get_device
+from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
 from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
                                        timing_spec, trials_for, variants_for)
@@ -45,10 +46,14 @@ BASELINE_SEED = 20240601
 
 
 class Evaluator:
-    """Keeps a warm sandbox worker; reuse one Evaluator for many evaluations."""
+    """Keeps a warm sandbox worker; reuse one Evaluator for many evaluations.
 
-    def __init__(self, *, config: EvalConfig | None = None):
+    `gate`: shared by the Evaluators (lanes) that evaluate on one device at once, each
+    from its own thread (see device_gate.py); alone, an Evaluator has a gate of its own."""
+
+    def __init__(self, *, config: EvalConfig | None = None, gate: DeviceGate | None = None):
         self.config = config or EvalConfig()
+        self.gate = gate if gate is not None else DeviceGate()
         self.device = get_device(self.config.device)
         env = clean_env(os.environ, self.config.secret_env_names)
         env.update(self.device.worker_env(self.config.threads))
@@ -67,7 +72,7 @@ class Evaluator:
         self._scrub = Scrubber.from_environ(self.config.secret_env_names)
         self._reference = ReferenceRunner(self.device)
         self._baselines = BaselineCache(self.config.baseline_cache_dir)
-        self._setup = TaskSetup(config=self.config, reference=self._reference)
+        self._setup = TaskSetup(config=self.config, reference=self._reference, gate=self.gate)
         self.hardware = self.device.hardware_id(self.config.threads)
         self.isolated = self.config.isolation != "none" and isolation.available()
         if self.config.isolation == "required" and not self.isolated:
@@ -117,15 +122,18 @@ class Evaluator:
                   variants=({},), init_seed=init_seed_for(base), trials=trials,
                   timing=screen_timing(self._timing(trials, backend)),
                   candidate=self._candidate_spec(candidate, backend), points=points)
-        reference = self._reference_outputs(task, job, [0])[0]
-        atol, rtol = self._tolerance(task)
-        collector = ScreenCollector(points=points, reference=reference, atol=atol, rtol=rtol, reference_ops=ref_ops,
-                                    launch_key=backend.launch_key, allow_torch_ops=cfg.allow_torch_ops)
         self._worker.ensure_preloaded(backend.preload)
         deadline = cfg.timeout_s * max(1.0, len(points) / 2)
-        out = self._run(job, deadline_s=deadline, task=task, on_message=collector.on_message)
-        del reference
-        self._release_device_memory()
+        with self.gate.memory(self._device_bytes(task)):
+            with self.gate.shared():
+                reference = self._reference_outputs(task, job, [0])[0]
+            atol, rtol = self._tolerance(task)
+            collector = ScreenCollector(points=points, reference=reference, atol=atol, rtol=rtol,
+                                        reference_ops=ref_ops, launch_key=backend.launch_key,
+                                        allow_torch_ops=cfg.allow_torch_ops)
+            out = self._run(job, deadline_s=deadline, task=task, on_message=collector.on_message)
+            del reference
+            self._release_device_memory()
         job_error = "" if out.of_kind("done") else self._clean(out.exit_text())
         errors = out.of_kind("error")
         if errors:
@@ -159,6 +167,22 @@ class Evaluator:
         except TaskTooLarge as e:
             return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",), error=str(e))
         job = self._candidate_job(task, cand, backend)
+        with self.gate.memory(self._device_bytes(task)):
+            judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases)
+        if isinstance(judged, EvalResult):
+            return judged
+        metrics, runtime, spread, common = judged
+        result_kw: dict = {"max_abs_err": f.max_abs_err, "max_rel_err": f.max_rel_err,
+                           "compile_s": common["compile_s"]}
+        if f.stage == Stage.CORRECT and not f.flags and runtime:
+            runtime, spread = self._score(task, cand, backend, f, runtime, spread, metrics, result_kw, phases)
+        result_kw.update(runtime_ms=runtime, runtime_spread=spread, metrics=metrics)
+        return self._result(task, cand, t0, f.stage, flags=f.flags, error="\n".join(f.errors), **result_kw)
+
+    def _run_and_judge(self, task: Task, cand: Candidate, t0: float, job: Job, backend: BackendSpec,
+                       f: Findings, ref_ops: frozenset, phases: PhaseTimes):
+        """The candidate's job, then the judge's look at its outputs: a failed EvalResult,
+        or (metrics, runtime, spread, common) for scoring."""
         out = self._run(job, deadline_s=self.config.timeout_s, stop_early=bool(f.flags),
                         reference_ops=ref_ops, task=task)
         phases.merge(worker_phases(out, ended_at=time.monotonic()))
@@ -167,6 +191,13 @@ class Evaluator:
         failed = self._triage(task, cand, t0, job, out, f, common)
         if failed is not None:
             return failed
+        with self.gate.shared():  # the judge's device work, never during another lane's timing
+            return self._judge(task, job, out, backend, f, ref_ops, phases, common)
+
+    def _judge(self, task: Task, job: Job, out: JobOutcome, backend: BackendSpec, f: Findings,
+               ref_ops: frozenset, phases: PhaseTimes, common: dict):
+        """References, degeneracy, the trials' outputs and the timed outputs: (metrics,
+        runtime, spread, common), the guards' findings in `f`."""
         with phases.measure("references"):
             references = self._reference_outputs(task, job, range(len(job.trials)))
         atol, rtol = self._tolerance(task)
@@ -192,12 +223,7 @@ class Evaluator:
                     runtime, spread = self._check_timing(f, out, timing_msgs[0], references, job, metrics,
                                                          atol=atol, rtol=rtol, task=task)
         del references
-        result_kw: dict = {"max_abs_err": f.max_abs_err, "max_rel_err": f.max_rel_err,
-                           "compile_s": common["compile_s"]}
-        if f.stage == Stage.CORRECT and not f.flags and runtime:
-            runtime, spread = self._score(task, cand, backend, f, runtime, spread, metrics, result_kw, phases)
-        result_kw.update(runtime_ms=runtime, runtime_spread=spread, metrics=metrics)
-        return self._result(task, cand, t0, f.stage, flags=f.flags, error="\n".join(f.errors), **result_kw)
+        return metrics, runtime, spread, common
 
     def _admit(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes) -> tuple:
         """(backend, static check result, None) when the candidate may run here; else
@@ -326,12 +352,18 @@ class Evaluator:
 
     def _recheck(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
                  spread: float | None, metrics: dict):
-        """A suspiciously large speedup: judge again in a fresh worker on new inputs and keep
-        the slower time."""
+        """A suspiciously large speedup: judge again in a fresh worker on new inputs, with
+        the device to itself for the whole job, and keep the slower time."""
         cfg = self.config
         metrics["speedup_rechecked"] = True
         ref_ops = self._task_setup(task)
         job = self._candidate_job(task, cand, backend, base=secrets.randbits(48))
+        with self.gate.memory(self._device_bytes(task)), self.gate.exclusive():
+            return self._recheck_job(task, job, backend, f, runtime, spread, metrics, ref_ops)
+
+    def _recheck_job(self, task: Task, job: Job, backend: BackendSpec, f: Findings, runtime: float,
+                     spread: float | None, metrics: dict, ref_ops: frozenset):
+        cfg = self.config
         out = self._run(job, deadline_s=cfg.timeout_s, reference_ops=ref_ops, task=task)
         timing_msgs = out.of_kind("timing")
         if not timing_msgs or len(out.of_kind("trial")) < len(job.trials):
@@ -415,11 +447,19 @@ class Evaluator:
             return b"g"
 
         untrusted = job.kind != "baseline"
+        # a candidate's idles are probed for hidden work; a screen's (advisory) idles only
+        # pass the device between timed points
+        probe_ms = cfg.idle_probe_ms if job.kind == "candidate" else 0.0
         return run_job(self._worker, job, deadline_s=deadline_s, memory_mb=cap,
-                       idle_probe_ms=cfg.idle_probe_ms, max_bytes=max_bytes, importer=self._importer,
+                       idle_probe_ms=probe_ms, max_bytes=max_bytes, importer=self._importer,
                        isolate=self.isolated and untrusted, address_cap=cfg.device != "cuda",
                        on_idle=on_idle if job.kind == "candidate" else (lambda o: b"g"),
-                       on_message=on_message, cache_env=compiler_caches(trusted=not untrusted))
+                       on_message=on_message, cache_env=compiler_caches(trusted=not untrusted),
+                       gate=self.gate, timed_idles=job.kind in ("candidate", "screen"))
+
+    def _device_bytes(self, task: Task) -> int:
+        """Device memory one evaluation of `task` reserves on the gate (cuda only)."""
+        return self._setup.evaluation_bytes(task) if self.config.device == "cuda" else 0
 
     def _metrics(self, out: JobOutcome, job: Job, references: dict) -> dict:
         metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(output_dtype(references[0])),
@@ -462,8 +502,9 @@ class Evaluator:
 
             from foundry.evaluate.cuda_device import poison_free_memory
             gc.collect()
-            poison_free_memory()
-            torch.cuda.empty_cache()
+            with self.gate.shared():
+                poison_free_memory()
+                torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001 - housekeeping only
             pass
 
@@ -479,8 +520,8 @@ class Evaluator:
         cfg = self.config
         phases = phases or PhaseTimes()
         key = baseline_key(task, device=cfg.device, hardware=self.hardware, threads=cfg.threads)
-        cached = self._baselines.get(key)
-        if cached and cached.eager_ms and (cached.compile_ms or cached.error or not cfg.compile_baseline):
+        cached = self._cached_baseline(key)
+        if cached is not None:
             return cached
         try:
             self._task_setup(task, phases)
@@ -490,12 +531,22 @@ class Evaluator:
         job = Job(kind="baseline", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
                   variants=({},), init_seed=BASELINE_SEED, trials=trials, timing=self._timing(trials, None),
                   compile_baseline=cfg.compile_baseline)
-        out = self._run(job, deadline_s=cfg.baseline_timeout_s, task=task)
-        b = baseline_from(out, phases)
-        b = dataclasses.replace(b, error=self._clean(b.error))
-        if b.eager_ms:
-            self._baselines.put(key, b)
+        with self.gate.memory(self._device_bytes(task)), self.gate.exclusive():  # eager and compile alone
+            cached = self._cached_baseline(key)  # another lane may have measured it meanwhile
+            if cached is not None:
+                return cached
+            out = self._run(job, deadline_s=cfg.baseline_timeout_s, task=task)
+            b = baseline_from(out, phases)
+            b = dataclasses.replace(b, error=self._clean(b.error))
+            if b.eager_ms:
+                self._baselines.put(key, b)
         return b
+
+    def _cached_baseline(self, key: str) -> Baseline | None:
+        cached = self._baselines.get(key)
+        if cached and cached.eager_ms and (cached.compile_ms or cached.error or not self.config.compile_baseline):
+            return cached
+        return None
 
 
 def compiler_caches(*, trusted: bool) -> dict[str, str]:

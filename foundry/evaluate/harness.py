@@ -270,7 +270,10 @@ class Worker:
             self.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors), **info},
                       tensors)
             del out, tensors
+            if not self.wait_go():  # the go comes with the device to itself
+                return
             self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False)
+            self.wait_go()  # timed: the device is let go
             del model, module
 
     def time_model(self, model, timing: TimingSpec, *, kind: str, extra: dict | None = None,

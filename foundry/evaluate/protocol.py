@@ -250,6 +250,14 @@ class Reader:
                 raise ProtocolError(f"worker sent more than {self.max_bytes} bytes")
             self._buf += chunk
 
+    def pending(self, timeout: float) -> bool:
+        """Whether a read may make progress now (bytes buffered or waiting, or the pipe
+        closed), waiting at most `timeout` seconds for it."""
+        if self._buf or self.closed:
+            return True
+        ready, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
+        return bool(ready)
+
     def _take(self, n: int) -> bytes:
         out = bytes(self._buf[:n])
         del self._buf[:n]

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from foundry.evaluate import protocol
+from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.job import Job
 
 READY_TIMEOUT_S = 120.0
@@ -233,14 +234,22 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
             idle_probe_ms: float, max_bytes: int, address_cap: bool = True, isolate: bool = False,
             on_idle: Callable[[JobOutcome], bytes] = lambda o: b"g", shared_results: bool = True,
             importer=None, on_message: Callable[[Message], None] | None = None,
-            cache_env: dict | None = None) -> JobOutcome:
+            cache_env: dict | None = None, gate: DeviceGate | None = None,
+            timed_idles: bool = False) -> JobOutcome:
     """Fork a child for `job`, collect its messages until it is done, dies or runs out of
     time, then kill its process group. `on_idle` answers each idle message with the byte
     the child waits for ("g": go on, "s": stop). With `shared_results`, large outputs come
     through a sealed memfd of `max_bytes` (protocol.make_result_file); with an `importer`
     (cuda_ipc.IpcImporter), CUDA outputs come device-to-device, copied on arrival.
     `on_message` sees each message as it arrives (and may drop its tensors). `cache_env`:
-    TRITON_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR for the child (else its own temp dir)."""
+    TRITON_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR for the child (else its own temp dir).
+
+    `gate` (shared by the lanes of one device, see device_gate.py): the fork, the copy
+    of CUDA outputs and `on_message` run as shared device work; with `timed_idles`, the
+    child's idle messages alternate between "about to time" (the go comes with the device
+    held alone) and "timed" (the device is let go). Time the child spent stopped for
+    another lane, or waiting for the device, extends its deadline."""
+    gate = gate if gate is not None else DeviceGate()
     t0 = time.monotonic()
     out = JobOutcome(memory_cap_mb=float(memory_mb), started_at=t0)
     tmp = tempfile.mkdtemp(prefix="foundry-w-")
@@ -251,14 +260,18 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
     shm_fd = protocol.make_result_file(max_bytes) if shared_results else -1
     reader_ref: list = []
     pid = None
+    holding = False  # this job's timed section has the device
     try:
         fork = {"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb, "fsize_mb": 256,
                 "address_cap": address_cap, "isolate": isolate, "cache_env": dict(cache_env or {})}
-        try:
-            reply = worker.request(fork, [job_r, res_w, log_w] + ([shm_fd] if shm_fd >= 0 else []))
-        except SandboxError:  # the warm worker had died: one retry on a fresh one
-            reply = worker.request(fork, [job_r, res_w, log_w] + ([shm_fd] if shm_fd >= 0 else []))
-        pid = int(reply["pid"])
+        fds = [job_r, res_w, log_w] + ([shm_fd] if shm_fd >= 0 else [])
+        with gate.shared():  # no other lane's timed section begins before the child is known
+            try:
+                reply = worker.request(fork, fds)
+            except SandboxError:  # the warm worker had died: one retry on a fresh one
+                reply = worker.request(fork, fds)
+            pid = int(reply["pid"])
+            gate.register(pid)
         for fd in (job_r, res_w, log_w):
             os.close(fd)
         job_r = res_w = log_w = -1
@@ -269,9 +282,10 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
         reader = protocol.Reader(res_r, max_bytes=max_bytes, shm_fd=shm_fd, importer=importer)
         reader_ref.append(reader)
         deadline = t0 + deadline_s
+        waited = 0.0  # seconds the child waited for the device (not its own time)
         while True:
             now = time.monotonic()
-            if now >= deadline:
+            if now >= deadline + waited + gate.frozen_s(pid):
                 out.timed_out = True
                 break
             rss = _rss_mb(pid)
@@ -279,41 +293,55 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
             if rss > memory_mb:
                 out.memory_exceeded = True
                 break
-            try:
-                header, tensors = reader.read(min(deadline, now + 0.1))
-            except protocol.ChannelTimeout:
+            if not reader.pending(0.1):  # waited for outside the gate
                 continue
-            except protocol.ChannelClosed:
-                break
-            except protocol.ProtocolError as e:
-                out.protocol_error = str(e)
-                break
-            if reader.ack is not None:  # a CUDA output was copied (or could not be): answer
+            with gate.shared():
                 try:
-                    os.write(job_w, reader.ack)
-                except OSError:
+                    header, tensors = reader.read(time.monotonic() + 0.1)
+                except protocol.ChannelTimeout:
+                    continue
+                except protocol.ChannelClosed:
                     break
-            if header is None:  # sent again through the host
-                continue
-            msg = Message(header, tensors, time.monotonic())
-            out.messages.append(msg)
-            if on_message is not None:
-                on_message(msg)
-            kind = header.get("kind")
+                except protocol.ProtocolError as e:
+                    out.protocol_error = str(e)
+                    break
+                if reader.ack is not None:  # a CUDA output was copied (or could not be): answer
+                    try:
+                        os.write(job_w, reader.ack)
+                    except OSError:
+                        break
+                if header is None:  # sent again through the host
+                    continue
+                msg = Message(header, tensors, time.monotonic())
+                out.messages.append(msg)
+                if on_message is not None:
+                    on_message(msg)
+                kind = header.get("kind")
+                if kind == "idle":  # probed with no other lane's timed section under way
+                    out.probes.append(_probe(pid, idle_probe_ms))
             if kind == "idle":
-                out.probes.append(_probe(pid, idle_probe_ms))
+                answer = on_idle(out)
+                if holding:
+                    gate.release_exclusive()
+                    holding = False
+                elif timed_idles and answer == b"g":
+                    waited += gate.acquire_exclusive()
+                    holding = True
                 try:
-                    os.write(job_w, on_idle(out))
+                    os.write(job_w, answer)
                 except OSError:
                     break
             elif kind in ("done", "error"):
                 break
     finally:
+        if holding:
+            gate.release_exclusive()
         if pid is not None:
             try:
-                os.killpg(pid, signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)  # a stopped group is killed too
             except (ProcessLookupError, PermissionError):
                 pass
+            gate.unregister(pid)
             try:
                 reply = worker.request({"op": "reap", "pid": pid})
                 out.status = reply.get("status")

@@ -5,10 +5,12 @@ whether the task is degenerate. Baselines are cached in `baselines.py`."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 from typing import Any
 
 from foundry.evaluate.config import EvalConfig
+from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, minimal_check
 from foundry.evaluate.job_plan import TIMING_SETS, is_large
 from foundry.evaluate.phases import PhaseTimes
@@ -24,9 +26,11 @@ SIZING_SEED, SIZING_INPUT_SEED = 12345, 987654321  # seeds no trial uses
 class TaskSetup:
     """Per task (by source hash): sizes, reference ops, the too-large verdict, degeneracy."""
 
-    def __init__(self, *, config: EvalConfig, reference: ReferenceRunner):
+    def __init__(self, *, config: EvalConfig, reference: ReferenceRunner, gate: DeviceGate | None = None):
         self.config = config
         self.reference = reference
+        self.gate = gate if gate is not None else DeviceGate()  # its device work is shared work
+        self._need: dict[str, int] = {}  # task -> estimated bytes of one evaluation
         self.sizes: dict[str, tuple[int, int]] = {}  # task -> (input bytes, output bytes) per trial
         self._ops: dict[str, frozenset] = {}
         self._too_large: dict[str, str] = {}  # task -> why it cannot be judged here
@@ -44,7 +48,7 @@ class TaskSetup:
         if key in self._too_large:
             raise TaskTooLarge(self._too_large[key])
         if key not in self._ops:
-            with (phases or PhaseTimes()).measure("task_setup"):
+            with (phases or PhaseTimes()).measure("task_setup"), self.gate.shared():
                 t0 = time.monotonic()
                 self._check_fits(task)
                 t1 = time.monotonic()
@@ -66,6 +70,10 @@ class TaskSetup:
         except Exception:  # noqa: BLE001 - a failing task is reported by the worker
             return frozenset()
 
+    def evaluation_bytes(self, task: Task) -> int:
+        """Estimated peak bytes of one evaluation of `task` (0 when unknown)."""
+        return self._need.get(task.source_hash, 0)
+
     def _check_fits(self, task: Task) -> None:
         """Size the task on the meta device and fail, naming it and its sizes, when one
         evaluation cannot fit in this judge's device (or host) memory."""
@@ -75,6 +83,7 @@ class TaskSetup:
         cfg = self.config
         large = is_large((size.input_bytes, size.output_bytes), cfg)
         full = min(cfg.trials, cfg.full_size_trials) if large else cfg.trials
+        self._need[task.source_hash] = size.evaluation_bytes(full_trials=full, timing_sets=min(TIMING_SETS, full))
         try:
             check_fits(task, size, available_bytes=available_bytes(cfg.device), full_trials=full,
                        timing_sets=min(TIMING_SETS, full),
@@ -89,12 +98,20 @@ class TaskSetup:
         reference's outputs on the trials, judged alone when the check cannot run."""
         key = (task.source_hash, repr(atol), repr(rtol))
         if key not in self._degeneracy:
-            cfg = self.config
-            try:
-                d = judge_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
-                                     cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
-                                     degenerate_ok=cfg.degenerate_ok)
-            except Exception:  # noqa: BLE001 - e.g. out of memory: the judge's own outputs decide
-                d = minimal_check(outputs)
-            self._degeneracy[key] = d
+            # one lane at a time per task: the others then read its verdict from the disk cache
+            with _DEGENERACY_LOCKS.setdefault(key, threading.Lock()):
+                self._degeneracy[key] = self._judge_degeneracy(task, outputs, atol=atol, rtol=rtol)
         return self._degeneracy[key]
+
+    def _judge_degeneracy(self, task: Task, outputs: list[Any], *, atol: float, rtol: float) -> Degeneracy:
+        cfg = self.config
+        try:  # the caller holds the gate's shared section
+            return judge_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
+                                    cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
+                                    degenerate_ok=cfg.degenerate_ok)
+        except Exception:  # noqa: BLE001 - e.g. out of memory: the judge's own outputs decide
+            return minimal_check(outputs)
+
+
+# per (task, tolerance): lanes of one process judge a task's degeneracy one at a time
+_DEGENERACY_LOCKS: dict[tuple, threading.Lock] = {}

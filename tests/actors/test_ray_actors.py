@@ -102,3 +102,20 @@ def test_killed_island_actor_restarts_from_its_checkpoint(ray_session, relu_task
         ray.kill(e)
     ray.kill(actor)
     ray.kill(disp)
+
+
+def test_an_evaluator_with_lanes_judges_that_many_candidates_at_once(ray_session, relu_task):
+    ray = ray_session
+    from actors.evaluator_actor import EvaluatorActor, evaluator_options
+    from foundry.types import Candidate
+    opts = evaluator_options(gpu=False, cpus=0, max_restarts=0, slots=2)
+    ev = EvaluatorActor.options(**opts).remote(name="laned", eval_config={"cost_s": 1.0},
+                                               impl="actors.standins:fixed_cost_evaluator", lanes=2)
+    assert ray.get(ev.info.remote())["lanes"] == 2
+    cands = [Candidate.make(task_id=relu_task.task_id, source=f"# {i}", backend="c") for i in range(2)]
+    t0 = time.monotonic()
+    results = ray.get([ev.evaluate.remote(relu_task, c) for c in cands])
+    assert time.monotonic() - t0 < 1.8  # two 1-second evaluations side by side, not one after the other
+    assert sorted(r[1].candidate_id for r in results) == sorted(c.candidate_id for c in cands)
+    assert ray.get(ev.info.remote())["evaluated"] == 2
+    ray.kill(ev)

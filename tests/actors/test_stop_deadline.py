@@ -27,7 +27,8 @@ def _cfg(*overrides: str):
     with initialize_config_module(config_module="foundry.conf", version_base="1.3"):
         cfg = compose(config_name="config", overrides=[
             "+exp=smoke", f"tasks.path={ROOT / 'benchmarks' / 'smoke' / 'relu.py'}", "island.count=1",
-            "ray.cpu_evaluators=1", "ray.max_gpu_evaluators=1", "ray.evaluator_cpus=0", "run.in_flight_per_island=2",
+            "ray.cpu_evaluators=1", "ray.max_gpu_evaluators=1", "ray.evaluator_cpus=0", "ray.slots_per_evaluator=1",
+            "run.in_flight_per_island=2",
             "run.evaluator_impl=actors.standins:fixed_cost_evaluator",
             "run.proposer_impl=actors.standins:copy_kernel_proposer", "run.tune=false",
             "run.progress=off", *overrides])

@@ -1,0 +1,238 @@
+"""DeviceGate: one timed section at a time, other lanes' workers really stopped, judge
+work kept out of timed sections, device memory reserved per evaluation."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from foundry.evaluate.device_gate import DeviceGate
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as f:
+        return f.read().rsplit(")", 1)[-1].split()[0]
+
+
+def _spinner() -> subprocess.Popen:
+    """A process in its own group that burns CPU until killed."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+
+
+def _in_thread(fn):
+    box: dict = {}
+
+    def run():
+        try:
+            box["value"] = fn()
+        except BaseException as e:  # noqa: BLE001
+            box["error"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    return t, box
+
+
+def _wait_until(cond, timeout=5.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def test_exclusive_section_stops_other_lanes_workers_and_continues_them():
+    gate = DeviceGate()
+    other = _spinner()
+    try:
+        t, box = _in_thread(lambda: gate.register(other.pid))  # registered by another lane
+        t.join()
+        assert "error" not in box
+        with gate.exclusive():
+            assert _wait_until(lambda: _state(other.pid) == "T"), "the other lane's worker still runs"
+            time.sleep(0.1)
+        assert _wait_until(lambda: _state(other.pid) != "T")
+        assert gate.frozen_s(other.pid) >= 0.1
+        assert gate.snapshot()["freezes"] == 1
+        assert gate.unregister(other.pid) >= 0.1
+    finally:
+        other.kill()
+        other.wait()
+
+
+def test_the_timed_lanes_own_worker_keeps_running():
+    gate = DeviceGate()
+    mine = _spinner()
+    try:
+        gate.register(mine.pid)
+        with gate.exclusive():
+            time.sleep(0.05)
+            assert _state(mine.pid) != "T"
+        assert gate.frozen_s(mine.pid) == 0.0
+    finally:
+        gate.unregister(mine.pid)
+        mine.kill()
+        mine.wait()
+
+
+def test_a_stopped_worker_can_still_be_killed():
+    gate = DeviceGate()
+    other = _spinner()
+    t, _ = _in_thread(lambda: gate.register(other.pid))
+    t.join()
+    with gate.exclusive():
+        assert _wait_until(lambda: _state(other.pid) == "T")
+        os.killpg(other.pid, 9)
+        gate.unregister(other.pid)
+    assert other.wait(timeout=5) == -9
+
+
+def test_judge_work_waits_for_a_timed_section_and_timing_waits_for_judge_work():
+    gate = DeviceGate()
+    order: list[str] = []
+    gate.acquire_exclusive()
+    t, box = _in_thread(lambda: _shared_then(gate, order))
+    time.sleep(0.1)
+    assert order == []  # blocked while the device is held alone
+    order.append("timed")
+    gate.release_exclusive()
+    t.join(5)
+    assert order == ["timed", "shared"]
+
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def hold_shared():
+        with gate.shared():
+            inside.set()
+            leave.wait(5)
+    t2, _ = _in_thread(hold_shared)
+    assert inside.wait(5)
+    t3, box3 = _in_thread(lambda: gate.acquire_exclusive())
+    time.sleep(0.1)
+    assert t3.is_alive(), "the timed section began during judge work"
+    # a waiting timed section goes first: new judge work waits behind it
+    t4, box4 = _in_thread(lambda: _shared_then(gate, order))
+    time.sleep(0.05)
+    assert order == ["timed", "shared"]
+    leave.set()
+    t3.join(5)
+    assert not t3.is_alive() and "error" not in box3
+    t2.join(5)
+
+
+def _shared_then(gate: DeviceGate, order: list) -> None:
+    with gate.shared():
+        order.append("shared")
+
+
+def test_nesting_rules():
+    gate = DeviceGate()
+    with gate.exclusive():
+        with gate.exclusive(), gate.shared():  # the holder passes through both
+            pass
+        assert gate.holds_exclusive()
+    assert not gate.holds_exclusive()
+    with gate.shared():
+        with pytest.raises(RuntimeError, match="shared"):
+            gate.acquire_exclusive()
+    with pytest.raises(RuntimeError):
+        gate.release_exclusive()
+
+
+def test_memory_reservations_wait_for_room_and_never_exceed_capacity():
+    gate = DeviceGate(capacity_bytes=100)
+    peak = [0]
+    now = [0]
+    lock = threading.Lock()
+
+    def use(n):
+        with gate.memory(n):
+            with lock:
+                now[0] += min(n, 100)
+                peak[0] = max(peak[0], now[0])
+            time.sleep(0.05)
+            with lock:
+                now[0] -= min(n, 100)
+    threads = [threading.Thread(target=use, args=(n,)) for n in (60, 60, 30, 250)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert peak[0] <= 100
+    assert gate.snapshot()["reserved_bytes"] == 0
+    with gate.exclusive(), pytest.raises(RuntimeError, match="before the exclusive"):
+        with gate.memory(10):
+            pass
+
+
+class _RecordingGate(DeviceGate):
+    """Records each outermost timed section as (thread, start, end)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.sections: list[tuple[int, float, float]] = []
+        self._starts: dict[int, float] = {}
+
+    def acquire_exclusive(self) -> float:
+        nested = self.holds_exclusive()
+        waited = super().acquire_exclusive()
+        if not nested:
+            self._starts[threading.get_ident()] = time.monotonic()
+        return waited
+
+    def release_exclusive(self) -> None:
+        me = threading.get_ident()
+        outermost = self._depth == 1
+        end = time.monotonic()
+        super().release_exclusive()
+        if outermost:
+            self.sections.append((me, self._starts.pop(me), end))
+
+
+def test_two_lanes_on_one_gate_overlap_but_never_time_at_once(tmp_path):
+    """Two Evaluators (lanes) sharing one gate, each in its own thread: both judge an
+    honest candidate correctly, their evaluations overlap in time, and no two timed
+    sections (each lane's timing, each baseline) ever overlap."""
+    from pathlib import Path
+
+    from foundry.evaluate import EvalConfig, Evaluator
+    from foundry.tasks import load_task
+    from foundry.types import Candidate
+
+    root = Path(__file__).resolve().parents[2]
+    task = load_task(root / "benchmarks" / "smoke" / "relu.py")
+    source = (root / "tests" / "exploits" / "candidates" / "honest_relu_c.py").read_text()
+    gate = _RecordingGate()
+    config = EvalConfig.from_config({"trials": 3, "timeout_s": 30, "compile_baseline": False,
+                                     "timing_min_ms": 150, "baseline_cache_dir": str(tmp_path)})
+    lanes = [Evaluator(config=config, gate=gate) for _ in range(2)]
+    spans: list[tuple[float, float]] = []
+    try:
+        def judge(lane):
+            t0 = time.monotonic()
+            results = [lane.evaluate(task=task, candidate=Candidate.make(task_id=task.task_id, source=source,
+                                                                          backend="c")) for _ in range(2)]
+            spans.append((t0, time.monotonic()))
+            return results
+        threads = [_in_thread(lambda lane=lane: judge(lane)) for lane in lanes]
+        for t, _ in threads:
+            t.join(180)
+        for _, box in threads:
+            assert "error" not in box, box.get("error")
+            assert all(r.correct for r in box["value"]), [r.error for r in box["value"]]
+    finally:
+        for lane in lanes:
+            lane.close()
+    (a0, a1), (b0, b1) = spans
+    assert min(a1, b1) > max(a0, b0), "the lanes did not run at once"
+    sections = sorted(gate.sections, key=lambda s: s[1])
+    assert len({s[0] for s in sections}) == 2 and len(sections) >= 4  # 2 timings per lane (+ a baseline)
+    for (_, _, end), (_, start, _) in zip(sections, sections[1:]):
+        assert start >= end, "two timed sections overlapped"
+    assert gate.snapshot()["reserved_bytes"] == 0
