@@ -112,7 +112,7 @@ class RayConfig(_FromConfig):
         return GPU_LANES if gpu else 1
 
 
-GPU_LANES = 3  # lanes per GPU evaluator by default: one timing while two build and check
+GPU_LANES = 4  # lanes per GPU evaluator by default: one timing while the others build and check
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,14 @@ the driver what was still queued or being evaluated, as `Unfinished` records."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import ray
 from ray.exceptions import RayActorError
 
-from actors.dispatch import Balancer, EvaluationLost, Refused, WorkerLost
+from actors.dispatch import TWIN, Balancer, EvaluationLost, Refused, WorkerLost
 from actors.evaluation import as_logged
 from actors.ledger import Ledger, Settled
 from foundry.store.unfinished import Unfinished
@@ -53,6 +54,7 @@ class DispatcherActor:
                                  spent_per_key=dict(spent_per_key or {}),
                                  max_attempts=max_attempts, retry_delay_s=retry_delay_s,
                                  on_settle=self._file)
+        self._judging: dict[tuple[str, str], asyncio.Future] = {}  # (task, candidate id) -> its outcome
 
     def _file(self, payload: Any, value: Any, error: BaseException | None) -> None:
         task, candidate, origin = payload
@@ -70,9 +72,32 @@ class DispatcherActor:
     async def submit(self, task: Task, candidate: Candidate, origin: str = "") -> tuple:
         """Returns (candidate as evaluated, result, evaluator name, refusal). A refusal
         ("all: ..."/"key: ...") comes with no result. `origin` names the submitting island
-        incarnation; with one, the outcome is also filed in the ledger."""
+        incarnation; with one, the outcome is also filed in the ledger.
+
+        A candidate already being judged for this task (another island proposed the same
+        code) is not judged twice: this call waits for that evaluation and returns its
+        result with the refusal "twin: ..." (the result is the other island's record;
+        the submitter keeps it in its archive but logs nothing)."""
         if origin:
             self.ledger.seen(origin=origin, island_index=candidate.island_id)
+        twin_key = (task.task_id, candidate.candidate_id)
+        first = self._judging.get(twin_key)
+        if first is not None:
+            evaluated, result, name, refusal = await asyncio.shield(first)
+            if refusal or result is None:
+                return candidate, result, name, refusal
+            return evaluated, result, name, TWIN + ": judged once, for another island"
+        judged = self._judging[twin_key] = asyncio.get_running_loop().create_future()
+        try:
+            outcome = await self._submit(task, candidate, origin)
+            judged.set_result(outcome)
+            return outcome
+        finally:
+            if not judged.done():
+                judged.cancel()
+            self._judging.pop(twin_key, None)
+
+    async def _submit(self, task: Task, candidate: Candidate, origin: str) -> tuple:
         try:
             value = await self.balancer.submit((task, candidate, origin), key=task.task_id)
         except Refused as r:

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
+from actors.dispatch import TWIN
 from actors.evaluation import as_logged
 from actors.island_host import IslandHost
 from foundry.store.rundir import task_file_name, write_atomic
@@ -194,8 +195,15 @@ class IslandWorker:
             evaluated, result, evaluator, refusal = await self.submit(task, child)
         finally:
             self.in_flight_ids.discard(cid)
+        scope, _, reason = refusal.partition(": ")
+        if scope == TWIN:  # judged for another island at the same time: kept here, logged there
+            self.settled.append(cid)
+            child = as_logged(submitted=child, evaluated=evaluated)
+            if host.has_seen(child.candidate_id):
+                return None
+            result, _ = host.add(child, result)
+            return result
         if refusal:
-            scope, _, reason = refusal.partition(": ")
             self.stop(reason) if scope == "all" else self.retire(task_id, reason)
             return None
         self.settled.append(cid)

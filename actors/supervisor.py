@@ -41,11 +41,12 @@ def _llm_enabled(llm: dict) -> bool:
 class Supervisor:
     def __init__(self, *, settings: Any, run_dir: Any, tasks: list, backend: str, gpus: int,
                  prior: list, evlog: Any, progress: Any, view: Any,
-                 unfinished: list[Unfinished] | tuple = ()):
+                 unfinished: list[Unfinished] | tuple = (), started: float | None = None):
+        """`started`: the monotonic time the wall-time budget counts from (default: now)."""
         self.s, self.run_dir, self.tasks = settings, run_dir, {t.task_id: t for t in tasks}
         self.backend, self.gpus, self.evlog = backend, gpus, evlog
         self.progress, self.view = progress, view
-        self.started = time.monotonic()
+        self.started = time.monotonic() if started is None else started
         self.by_island: dict[int, list] = {}
         self.logged: set[tuple[int, str]] = set()  # (island, candidate id) in the run log
         self._describers: dict[tuple[int, str], Any] = {}

@@ -126,7 +126,9 @@ def _load_tasks(tasks_cfg: dict, *, gpu: bool) -> list:
 
 
 def run(cfg: Any) -> Path:
-    """Run (or resume) one search; returns the run directory."""
+    """Run (or resume) one search; returns the run directory. The wall-time budget
+    counts from here: starting Ray and the actors is part of it."""
+    started = time.monotonic()
     from actors.supervisor import Supervisor
     if isinstance(cfg, DictConfig) and cfg.get("resume"):
         resume_dir = Path(str(cfg.resume)).resolve()
@@ -173,7 +175,8 @@ def run(cfg: Any) -> Path:
                                          wall_time_s=settings.budget.wall_time_s)
         view = ProgressView(progress, mode=progress_mode, every_s=settings.run.progress_every_s)
         sup = Supervisor(settings=settings, run_dir=run_dir, tasks=tasks, backend=backend, gpus=gpus,
-                         prior=prior, evlog=evlog, progress=progress, view=view, unfinished=unfinished)
+                         prior=prior, evlog=evlog, progress=progress, view=view, unfinished=unfinished,
+                         started=started)
         try:
             reason = sup.start_and_watch()
         except KeyboardInterrupt:

@@ -88,6 +88,19 @@ class DeviceGate:
                     self._shared -= 1
                     self._cond.notify_all()
 
+    @contextmanager
+    def shared_if_free(self) -> Iterator[bool]:
+        """`shared()` when it can be had at once (yields True), else nothing (False): for
+        housekeeping that may be skipped rather than wait for a timed section."""
+        me = threading.get_ident()
+        with self._cond:
+            free = self._owner == me or (self._owner is None and not self._writers_waiting)
+        if not free:
+            yield False
+            return
+        with self.shared():
+            yield True
+
     # ------------------------------------------------------------------ timed sections
     def acquire_exclusive(self) -> float:
         """Block until this thread has the device alone; returns the seconds it waited."""
@@ -147,11 +160,15 @@ class DeviceGate:
 
     # ------------------------------------------------------------------ workers
     def register(self, pid: int) -> None:
-        """A worker this thread has just forked (call inside `shared()`, so that no timed
-        section of another lane can begin between the fork and this call)."""
+        """A worker this thread has just forked, before it is sent its job (until then it
+        runs only the judge's own code): stopped at once if another lane is timing."""
+        me = threading.get_ident()
         with self._cond:
-            self._workers[pid] = _Worker(thread=threading.get_ident())
-            self.stats.lanes_seen.add(threading.get_ident())
+            w = self._workers[pid] = _Worker(thread=me)
+            self.stats.lanes_seen.add(me)
+            if self._owner is not None and self._owner != me and _signal_group(pid, signal.SIGSTOP):
+                w.frozen_since = time.monotonic()
+                self.stats.freezes += 1
 
     def unregister(self, pid: int) -> float:
         """Forget a worker (it is being killed); returns the seconds it spent stopped."""

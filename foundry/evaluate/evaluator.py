@@ -502,9 +502,10 @@ class Evaluator:
 
             from foundry.evaluate.cuda_device import poison_free_memory
             gc.collect()
-            with self.gate.shared():
-                poison_free_memory()
-                torch.cuda.empty_cache()
+            with self.gate.shared_if_free() as free:
+                if free:  # else the blocks stay cached in this process, out of any worker's reach,
+                    poison_free_memory()  # until a later release finds the device free
+                    torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001 - housekeeping only
             pass
 

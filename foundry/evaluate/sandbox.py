@@ -244,8 +244,9 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
     `on_message` sees each message as it arrives (and may drop its tensors). `cache_env`:
     TRITON_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR for the child (else its own temp dir).
 
-    `gate` (shared by the lanes of one device, see device_gate.py): the fork, the copy
-    of CUDA outputs and `on_message` run as shared device work; with `timed_idles`, the
+    `gate` (shared by the lanes of one device, see device_gate.py): the child is known to
+    it before it gets its job; the copy of CUDA outputs and `on_message` run as shared
+    device work; with `timed_idles`, the
     child's idle messages alternate between "about to time" (the go comes with the device
     held alone) and "timed" (the device is let go). Time the child spent stopped for
     another lane, or waiting for the device, extends its deadline."""
@@ -265,13 +266,12 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
         fork = {"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb, "fsize_mb": 256,
                 "address_cap": address_cap, "isolate": isolate, "cache_env": dict(cache_env or {})}
         fds = [job_r, res_w, log_w] + ([shm_fd] if shm_fd >= 0 else [])
-        with gate.shared():  # no other lane's timed section begins before the child is known
-            try:
-                reply = worker.request(fork, fds)
-            except SandboxError:  # the warm worker had died: one retry on a fresh one
-                reply = worker.request(fork, fds)
-            pid = int(reply["pid"])
-            gate.register(pid)
+        try:
+            reply = worker.request(fork, fds)
+        except SandboxError:  # the warm worker had died: one retry on a fresh one
+            reply = worker.request(fork, fds)
+        pid = int(reply["pid"])
+        gate.register(pid)  # before its job is written: nothing of the job has run yet
         for fd in (job_r, res_w, log_w):
             os.close(fd)
         job_r = res_w = log_w = -1

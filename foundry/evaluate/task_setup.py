@@ -15,7 +15,7 @@ from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, minimal_ch
 from foundry.evaluate.job_plan import TIMING_SETS, is_large
 from foundry.evaluate.phases import PhaseTimes
 from foundry.evaluate.reference import ReferenceRunner
-from foundry.evaluate.task_size import TaskTooLarge, available_bytes, check_fits, meta_size
+from foundry.evaluate.task_size import TaskSize, TaskTooLarge, available_bytes, check_fits, meta_size
 from foundry.evaluate.trial_inputs import tensor_bytes
 from foundry.tasks.inputs import InputSpec
 from foundry.types import Task
@@ -49,15 +49,49 @@ class TaskSetup:
             raise TaskTooLarge(self._too_large[key])
         if key not in self._ops:
             with (phases or PhaseTimes()).measure("task_setup"), self.gate.shared():
-                t0 = time.monotonic()
-                self._check_fits(task)
-                t1 = time.monotonic()
-                self._ops[key] = self._record_ops(task)
-                self.parts[key] = {"fit_check_s": round(t1 - t0, 4),
-                                   "reference_ops_s": round(time.monotonic() - t1, 4)}
+                if self.config.device == "cuda":
+                    self._ops[key] = self._setup_on_device(task)
+                else:
+                    self._ops[key] = self._setup_sized_first(task)
         return self._ops[key]
 
-    def _record_ops(self, task: Task) -> frozenset:
+    def _setup_sized_first(self, task: Task) -> frozenset:
+        """Host memory: size the task on the meta device before anything is allocated (a
+        host allocation too large is not an exception but the end of the process)."""
+        t0 = time.monotonic()
+        self._check_fits(task, meta_size(task))
+        t1 = time.monotonic()
+        ops = self._record_ops(task)
+        self.parts[task.source_hash] = {"fit_check_s": round(t1 - t0, 4),
+                                        "reference_ops_s": round(time.monotonic() - t1, 4)}
+        return ops
+
+    def _setup_on_device(self, task: Task) -> frozenset:
+        """GPU memory: record the ops on the device first (its sizes come with it; an
+        allocation too large is an exception there), then check that a whole evaluation
+        fits. Only a failed forward pays for sizing on the meta device, whose first use
+        imports much of torch."""
+        key = task.source_hash
+        t0 = time.monotonic()
+        try:
+            ops = self._record_ops(task, quiet=False)
+        except Exception as e:  # noqa: BLE001 - e.g. out of memory: the meta device says why
+            t1 = time.monotonic()
+            self._check_fits(task, meta_size(task))  # raises TaskTooLarge when that is why
+            self.parts[key] = {"reference_ops_s": round(t1 - t0, 4),
+                               "fit_check_s": round(time.monotonic() - t1, 4)}
+            if _out_of_memory(e):
+                self._too_large[key] = (f"task {task.task_id}: its reference forward ran out of device "
+                                        f"memory ({type(e).__name__}: {str(e)[:300]})")
+                raise TaskTooLarge(self._too_large[key]) from None
+            return frozenset()  # a failing task is reported by the worker
+        t1 = time.monotonic()
+        in_b, out_b = self.sizes.get(key, (0, 0))
+        self._check_fits(task, TaskSize(in_b, out_b) if in_b or out_b else None)
+        self.parts[key] = {"reference_ops_s": round(t1 - t0, 4), "fit_check_s": round(time.monotonic() - t1, 4)}
+        return ops
+
+    def _record_ops(self, task: Task, *, quiet: bool = True) -> frozenset:
         try:
             from foundry.evaluate.harness import OpRecorder
             model = self.reference.model(task, {}, SIZING_SEED)
@@ -66,18 +100,20 @@ class TaskSetup:
             with rec:
                 out = self.reference.outputs(model, task, {}, InputSpec(SIZING_INPUT_SEED), sizes=sizes)
             self.sizes[task.source_hash] = (int(sizes.get("input_bytes", 0)), tensor_bytes(out))
+            del out, model
             return frozenset(rec.compute)
         except Exception:  # noqa: BLE001 - a failing task is reported by the worker
+            if not quiet:
+                raise
             return frozenset()
 
     def evaluation_bytes(self, task: Task) -> int:
         """Estimated peak bytes of one evaluation of `task` (0 when unknown)."""
         return self._need.get(task.source_hash, 0)
 
-    def _check_fits(self, task: Task) -> None:
-        """Size the task on the meta device and fail, naming it and its sizes, when one
-        evaluation cannot fit in this judge's device (or host) memory."""
-        size = meta_size(task)
+    def _check_fits(self, task: Task, size: TaskSize | None) -> None:
+        """Fail, naming the task and its sizes, when one evaluation of `size` cannot fit in
+        this judge's device (or host) memory; note what it needs."""
         if size is None:
             return
         cfg = self.config
@@ -115,3 +151,7 @@ class TaskSetup:
 
 # per (task, tolerance): lanes of one process judge a task's degeneracy one at a time
 _DEGENERACY_LOCKS: dict[tuple, threading.Lock] = {}
+
+
+def _out_of_memory(e: BaseException) -> bool:
+    return "out of memory" in str(e).lower() or type(e).__name__ in ("OutOfMemoryError", "MemoryError")

@@ -138,3 +138,18 @@ async def test_resubmitted_candidates_are_evaluated_first_as_they_were(relu_task
     assert cand.island_id == 0 and cand.parent_ids == (parent.candidate_id,)  # what this island holds
     assert held.candidate_id in out["settled"]  # already held here: settled, not evaluated again
     assert [c.candidate_id for c, _, _ in out["records"]].count(held.candidate_id) == 0
+
+
+async def test_a_twin_is_kept_in_the_archive_but_not_logged(relu_task):
+    from actors.dispatch import TWIN
+    w = make_worker(relu_task, in_flight=1)
+    ev = FixedCostEvaluator()
+
+    async def submit(t, cand):  # judged for another island at the same time
+        return cand, ev.evaluate(task=t, candidate=cand), "ev-0", TWIN + ": judged once, for another island"
+    w.submit = submit
+    await w.step(relu_task.task_id)
+    drained = w.drain()
+    assert drained["records"] == [] and len(drained["settled"]) == 1
+    assert w.hosts[relu_task.task_id].has_seen(drained["settled"][0])
+    assert not w.stop_reason and not w.retired

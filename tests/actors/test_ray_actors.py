@@ -119,3 +119,27 @@ def test_an_evaluator_with_lanes_judges_that_many_candidates_at_once(ray_session
     assert sorted(r[1].candidate_id for r in results) == sorted(c.candidate_id for c in cands)
     assert ray.get(ev.info.remote())["evaluated"] == 2
     ray.kill(ev)
+
+
+def test_the_same_candidate_from_two_islands_is_judged_once(ray_session, relu_task):
+    ray = ray_session
+    from actors.dispatch import TWIN
+    from actors.dispatcher_actor import DispatcherActor
+    from foundry.types import Candidate
+    evs = _evaluators(ray, 2, cost_s=0.5)
+    disp = DispatcherActor.remote(budget=None, budget_per_key=None)
+    ray.get(disp.add_evaluators.remote(evs, 1))
+    source = "# the same code"
+    a = Candidate.make(task_id=relu_task.task_id, source=source, backend="c", island_id=0)
+    b = Candidate.make(task_id=relu_task.task_id, source=source, backend="c", island_id=1)
+    assert a.candidate_id == b.candidate_id
+    first, twin = ray.get([disp.submit.remote(relu_task, a), disp.submit.remote(relu_task, b)])
+    assert first[3] == "" and twin[3].startswith(TWIN + ":")
+    assert twin[1] == first[1]  # the one evaluation's result
+    assert sum(ray.get(e.info.remote())["evaluated"] for e in evs.values()) == 1
+    assert ray.get(disp.stats.remote())["submitted"] == 1  # the budget counts one evaluation
+    # once settled, the same code again is a new evaluation (an island decides what it has seen)
+    assert ray.get(disp.submit.remote(relu_task, b))[3] == ""
+    for e in evs.values():
+        ray.kill(e)
+    ray.kill(disp)

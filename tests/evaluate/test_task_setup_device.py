@@ -1,0 +1,57 @@
+"""TaskSetup on a GPU judge records the reference's ops on the device first (sizes come
+with it) and sizes on the meta device only when that forward fails; an out-of-memory
+forward is reported as a task too large, naming it. Run on the CPU with the device
+forward replaced."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from foundry.evaluate.config import EvalConfig
+from foundry.evaluate.task_setup import TaskSetup
+from foundry.evaluate.task_size import TaskTooLarge
+from foundry.tasks import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture()
+def relu():
+    return load_task(ROOT / "benchmarks" / "smoke" / "relu.py")
+
+
+def _setup(monkeypatch, record):
+    setup = TaskSetup(config=EvalConfig(device="cuda"), reference=None)
+    monkeypatch.setattr(setup, "_record_ops", record)
+    return setup
+
+
+def test_a_forward_that_fits_gives_the_sizes_without_the_meta_device(monkeypatch, relu):
+    import foundry.evaluate.task_setup as task_setup
+    monkeypatch.setattr(task_setup, "meta_size", lambda task: pytest.fail("sized on the meta device"))
+
+    def record(task, quiet=True):
+        setup.sizes[task.source_hash] = (1000, 1000)
+        return frozenset({"aten.relu.default"})
+    setup = _setup(monkeypatch, record)
+    assert setup.reference_ops(relu) == frozenset({"aten.relu.default"})
+    assert setup.evaluation_bytes(relu) > 0 and set(setup.parts[relu.source_hash]) == {"reference_ops_s", "fit_check_s"}
+
+
+def test_an_out_of_memory_forward_is_a_task_too_large_naming_it(monkeypatch, relu):
+    def record(task, quiet=True):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 6.40 GiB")
+    setup = _setup(monkeypatch, record)
+    with pytest.raises(TaskTooLarge, match="relu.*out of device memory"):
+        setup.reference_ops(relu)
+    with pytest.raises(TaskTooLarge):  # remembered: not tried again
+        setup.reference_ops(relu)
+
+
+def test_another_failing_forward_is_left_to_the_worker_to_report(monkeypatch, relu):
+    def record(task, quiet=True):
+        raise ValueError("the task itself is broken")
+    setup = _setup(monkeypatch, record)
+    assert setup.reference_ops(relu) == frozenset()
