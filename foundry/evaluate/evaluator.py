@@ -13,6 +13,7 @@ import importlib
 import os
 import re
 import secrets
+import threading
 import time
 from typing import Any, Sequence
 
@@ -133,7 +134,9 @@ class Evaluator:
                                         allow_torch_ops=cfg.allow_torch_ops)
             out = self._run(job, deadline_s=deadline, task=task, on_message=collector.on_message)
             del reference
-            self._release_device_memory()
+            out.drop_tensors()
+            with self.gate.shared():
+                self._release_device_memory(in_shared=True)
         job_error = "" if out.of_kind("done") else self._clean(out.exit_text())
         errors = out.of_kind("error")
         if errors:
@@ -223,6 +226,8 @@ class Evaluator:
                     runtime, spread = self._check_timing(f, out, timing_msgs[0], references, job, metrics,
                                                          atol=atol, rtol=rtol, task=task)
         del references
+        out.drop_tensors()  # judged: the received outputs go before the device is cleaned
+        self._release_device_memory(in_shared=True)
         return metrics, runtime, spread, common
 
     def _admit(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes) -> tuple:
@@ -310,6 +315,8 @@ class Evaluator:
             with phases.measure("recheck"):
                 runtime, spread = self._recheck(task, cand, backend, f, runtime, spread, metrics)
             speedup = b.eager_ms / runtime if runtime else None
+        if b.error:
+            metrics["baseline_error"] = b.error[:500]
         if f.stage == Stage.CORRECT and not f.flags:
             result_kw.update(eager_ms=b.eager_ms, compile_ms=b.compile_ms, speedup_eager=speedup,
                              speedup_compile=(b.compile_ms / runtime) if b.compile_ms and runtime else None)
@@ -455,7 +462,7 @@ class Evaluator:
                        isolate=self.isolated and untrusted, address_cap=cfg.device != "cuda",
                        on_idle=on_idle if job.kind == "candidate" else (lambda o: b"g"),
                        on_message=on_message, cache_env=compiler_caches(trusted=not untrusted),
-                       gate=self.gate, timed_idles=job.kind in ("candidate", "screen"))
+                       gate=self.gate, timed_idles=True)
 
     def _device_bytes(self, task: Task) -> int:
         """Device memory one evaluation of `task` reserves on the gate (cuda only)."""
@@ -489,10 +496,13 @@ class Evaluator:
                           eval_s=time.monotonic() - t0, hardware=self.hardware,
                           device=self.config.device, **kw)
 
-    def _release_device_memory(self) -> None:
+    def _release_device_memory(self, *, in_shared: bool = False) -> None:
         """cuda: the references and received outputs of this evaluation are garbage now;
         overwrite the judge's free cached blocks (0xFF) and give them back to the driver, so
-        neither an old result nor the memory itself is left for the next worker."""
+        neither an old result nor the memory itself is left for the next worker. Device
+        work: inside the gate's shared section (`in_shared`: the caller holds it), else
+        only when that is free at once (the blocks then stay cached in this process, out
+        of any worker's reach, until a later release)."""
         if self.config.device != "cuda":
             return
         try:
@@ -503,8 +513,8 @@ class Evaluator:
             from foundry.evaluate.cuda_device import poison_free_memory
             gc.collect()
             with self.gate.shared_if_free() as free:
-                if free:  # else the blocks stay cached in this process, out of any worker's reach,
-                    poison_free_memory()  # until a later release finds the device free
+                if free or in_shared:
+                    poison_free_memory()
                     torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001 - housekeeping only
             pass
@@ -532,7 +542,8 @@ class Evaluator:
         job = Job(kind="baseline", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
                   variants=({},), init_seed=BASELINE_SEED, trials=trials, timing=self._timing(trials, None),
                   compile_baseline=cfg.compile_baseline)
-        with self.gate.memory(self._device_bytes(task)), self.gate.exclusive():  # eager and compile alone
+        # one lane at a time per task; each timed part has the device to itself
+        with _BASELINE_LOCKS.setdefault(key, threading.Lock()), self.gate.memory(self._device_bytes(task)):
             cached = self._cached_baseline(key)  # another lane may have measured it meanwhile
             if cached is not None:
                 return cached
@@ -548,6 +559,10 @@ class Evaluator:
         if cached and cached.eager_ms and (cached.compile_ms or cached.error or not self.config.compile_baseline):
             return cached
         return None
+
+
+# per baseline key: lanes of one process measure a task's baselines one at a time
+_BASELINE_LOCKS: dict[str, threading.Lock] = {}
 
 
 def compiler_caches(*, trusted: bool) -> dict[str, str]:

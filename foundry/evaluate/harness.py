@@ -319,19 +319,27 @@ class Worker:
         self.send({"kind": kind, "tree": tree, **res, **(extra or {})}, tensors)
 
     def run_baseline(self) -> None:
+        """Eager, then torch.compile: each timed with the device to itself (the go of an
+        idle), the compile in between without it."""
         module = self.variants[0]["module"]
         seed_everything(self.job.init_seed)
         model = self.device.to_device(module.Model(*self.variants[0]["init"]))
         model.eval()
         timing = self.job.timing
+        if not self.wait_go():
+            return
         self.time_model(model, timing, kind="baseline", extra={"which": "eager"})
+        self.wait_go()
         if self.job.compile_baseline:
             t0 = self.clock()
             compiled = torch.compile(model)
             with torch.no_grad():
                 compiled(*self.fresh_inputs(timing.sets[0]))
-            self.time_model(compiled, timing, kind="baseline",
-                            extra={"which": "compile", "compile_s": (self.clock() - t0) / 1e9})
+            compile_s = (self.clock() - t0) / 1e9
+            if not self.wait_go():
+                return
+            self.time_model(compiled, timing, kind="baseline", extra={"which": "compile", "compile_s": compile_s})
+            self.wait_go()
 
 
 RUNS = {"candidate": Worker.run_candidate, "baseline": Worker.run_baseline, "screen": Worker.run_screen}

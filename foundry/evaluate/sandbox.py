@@ -56,6 +56,11 @@ class JobOutcome:
     peak_rss_mb: float = 0.0  # the largest resident size the watch saw
     transfer: dict = field(default_factory=dict)  # bytes per route, and why CUDA IPC fell back
 
+    def drop_tensors(self) -> None:
+        """Let go of every received tensor (once the outputs are judged)."""
+        for m in self.messages:
+            m.tensors = []
+
     def of_kind(self, kind: str) -> list[Message]:
         return [m for m in self.messages if m.header.get("kind") == kind]
 
