@@ -172,20 +172,20 @@ class Evaluator:
         job = self._candidate_job(task, cand, backend)
         with self.gate.memory(self._device_bytes(task)):
             judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases)
-        if isinstance(judged, EvalResult):
+        if isinstance(judged, EvalResult):  # it failed before its outputs could be judged
             return judged
-        metrics, runtime, spread, common = judged
+        metrics, runtime, spread = judged.metrics, judged.runtime_ms, judged.spread
         result_kw: dict = {"max_abs_err": f.max_abs_err, "max_rel_err": f.max_rel_err,
-                           "compile_s": common["compile_s"]}
+                           "compile_s": judged.compile_s}
         if f.stage == Stage.CORRECT and not f.flags and runtime:
             runtime, spread = self._score(task, cand, backend, f, runtime, spread, metrics, result_kw, phases)
         result_kw.update(runtime_ms=runtime, runtime_spread=spread, metrics=metrics)
         return self._result(task, cand, t0, f.stage, flags=f.flags, error="\n".join(f.errors), **result_kw)
 
     def _run_and_judge(self, task: Task, cand: Candidate, t0: float, job: Job, backend: BackendSpec,
-                       f: Findings, ref_ops: frozenset, phases: PhaseTimes):
+                       f: Findings, ref_ops: frozenset, phases: PhaseTimes) -> "EvalResult | Judged":
         """The candidate's job, then the judge's look at its outputs: a failed EvalResult,
-        or (metrics, runtime, spread, common) for scoring."""
+        or what scoring needs."""
         out = self._run(job, deadline_s=self.config.timeout_s, stop_early=bool(f.flags),
                         reference_ops=ref_ops, task=task)
         phases.merge(worker_phases(out, ended_at=time.monotonic()))
@@ -198,9 +198,9 @@ class Evaluator:
             return self._judge(task, job, out, backend, f, ref_ops, phases, common)
 
     def _judge(self, task: Task, job: Job, out: JobOutcome, backend: BackendSpec, f: Findings,
-               ref_ops: frozenset, phases: PhaseTimes, common: dict):
-        """References, degeneracy, the trials' outputs and the timed outputs: (metrics,
-        runtime, spread, common), the guards' findings in `f`."""
+               ref_ops: frozenset, phases: PhaseTimes, common: dict) -> "Judged":
+        """References, degeneracy, the trials' outputs and the timed outputs; the guards'
+        findings go into `f`."""
         with phases.measure("references"):
             references = self._reference_outputs(task, job, range(len(job.trials)))
         atol, rtol = self._tolerance(task)
@@ -228,7 +228,7 @@ class Evaluator:
         del references
         out.drop_tensors()  # judged: the received outputs go before the device is cleaned
         self._release_device_memory(in_shared=True)
-        return metrics, runtime, spread, common
+        return Judged(metrics=metrics, runtime_ms=runtime, spread=spread, compile_s=common["compile_s"])
 
     def _admit(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes) -> tuple:
         """(backend, static check result, None) when the candidate may run here; else
@@ -559,6 +559,16 @@ class Evaluator:
         if cached and cached.eager_ms and (cached.compile_ms or cached.error or not self.config.compile_baseline):
             return cached
         return None
+
+
+@dataclasses.dataclass(frozen=True)
+class Judged:
+    """A candidate's outputs judged (the findings are in its Findings): what scoring needs."""
+
+    metrics: dict
+    runtime_ms: float | None
+    spread: float | None
+    compile_s: float
 
 
 # per baseline key: lanes of one process measure a task's baselines one at a time
