@@ -470,6 +470,7 @@ class Evaluator:
 
     def _metrics(self, out: JobOutcome, job: Job, references: dict) -> dict:
         metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(output_dtype(references[0])),
+                         "device_gate_s": {"waited": round(out.device_wait_s, 4), "stopped": round(out.stopped_s, 4)},
                          "full_size_trials": len(job.main_trials), "trials_run": len(job.trials),
                          "transfer_bytes": dict(out.transfer), "memory_cap_mb": out.memory_cap_mb,
                          "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}

@@ -55,6 +55,8 @@ class JobOutcome:
     memory_cap_mb: float = 0.0  # the host-memory cap the worker ran under
     peak_rss_mb: float = 0.0  # the largest resident size the watch saw
     transfer: dict = field(default_factory=dict)  # bytes per route, and why CUDA IPC fell back
+    device_wait_s: float = 0.0  # the child waited this long for the device to itself (lanes)
+    stopped_s: float = 0.0  # the child was stopped this long for other lanes' timed sections
 
     def drop_tensors(self) -> None:
         """Let go of every received tensor (once the outputs are judged)."""
@@ -331,6 +333,7 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
                     holding = False
                 elif timed_idles and answer == b"g":
                     waited += gate.acquire_exclusive()
+                    out.device_wait_s = waited
                     holding = True
                 try:
                     os.write(job_w, answer)
@@ -346,7 +349,7 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
                 os.killpg(pid, signal.SIGKILL)  # a stopped group is killed too
             except (ProcessLookupError, PermissionError):
                 pass
-            gate.unregister(pid)
+            out.stopped_s = gate.unregister(pid)
             try:
                 reply = worker.request({"op": "reap", "pid": pid})
                 out.status = reply.get("status")
