@@ -226,6 +226,7 @@ def test_two_lanes_on_one_gate_overlap_but_never_time_at_once(tmp_path):
         for _, box in threads:
             assert "error" not in box, box.get("error")
             assert all(r.correct for r in box["value"]), [r.error for r in box["value"]]
+            assert all(set(r.metrics["device_gate_s"]) == {"waited", "stopped"} for r in box["value"])
     finally:
         for lane in lanes:
             lane.close()
