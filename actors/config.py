@@ -83,6 +83,9 @@ class _FromConfig:
         return cls(**kwargs)
 
 
+GPU_LANES = 4  # lanes per GPU evaluator by default: one timing while the others build and check
+
+
 @dataclass(frozen=True)
 class RayConfig(_FromConfig):
     """Group `ray`: where Ray runs and how actors are placed."""
@@ -104,15 +107,11 @@ class RayConfig(_FromConfig):
     namespace: str | None = _field("str", None, nullable=True)
     runtime_env: dict = _field("map", {})
 
-
     def slots(self, *, gpu: bool) -> int:
         """Lanes (candidates in flight) per evaluator actor."""
         if self.slots_per_evaluator is not None:
             return self.slots_per_evaluator
         return GPU_LANES if gpu else 1
-
-
-GPU_LANES = 4  # lanes per GPU evaluator by default: one timing while the others build and check
 
 
 @dataclass(frozen=True)
