@@ -32,7 +32,7 @@ def _in_thread(fn):
             box["value"] = fn()
         except BaseException as e:  # noqa: BLE001
             box["error"] = e
-    t = threading.Thread(target=run)
+    t = threading.Thread(target=run, daemon=True)  # a test that fails must not hang the session
     t.start()
     return t, box
 
@@ -113,17 +113,30 @@ def test_judge_work_waits_for_a_timed_section_and_timing_waits_for_judge_work():
             leave.wait(5)
     t2, _ = _in_thread(hold_shared)
     assert inside.wait(5)
-    t3, box3 = _in_thread(lambda: gate.acquire_exclusive())
+    timed = threading.Event()
+    done_timing = threading.Event()
+
+    def time_alone():
+        with gate.exclusive():
+            timed.set()
+            done_timing.wait(5)
+    t3, box3 = _in_thread(time_alone)
     time.sleep(0.1)
-    assert t3.is_alive(), "the timed section began during judge work"
+    assert not timed.is_set(), "the timed section began during judge work"
     # a waiting timed section goes first: new judge work waits behind it
     t4, box4 = _in_thread(lambda: _shared_then(gate, order))
     time.sleep(0.05)
     assert order == ["timed", "shared"]
     leave.set()
-    t3.join(5)
-    assert not t3.is_alive() and "error" not in box3
-    t2.join(5)
+    assert timed.wait(5)
+    time.sleep(0.05)
+    assert order == ["timed", "shared"]  # still waiting while the device is held alone
+    done_timing.set()
+    for t in (t2, t3, t4):
+        t.join(5)
+        assert not t.is_alive()
+    assert "error" not in box3 and "error" not in box4
+    assert order == ["timed", "shared", "shared"]
 
 
 def _shared_then(gate: DeviceGate, order: list) -> None:
