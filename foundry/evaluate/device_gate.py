@@ -16,8 +16,9 @@ another's timed runs. The lanes share one `DeviceGate`:
 - `memory(nbytes)`: a reservation of device memory for one evaluation, so that lanes on
   large tasks wait for each other instead of running out of memory.
 
-A thread that holds the exclusive section may enter `shared()` and `exclusive()` again
-(both pass through). Memory is reserved before the exclusive section, never while
+A thread that holds the exclusive section may enter `shared()` and `exclusive()` again,
+and one inside `shared()` may enter `shared()` again (they pass through); one inside
+`shared()` may not ask for the exclusive section. Memory is reserved before the exclusive section, never while
 holding it, so no two lanes wait on each other.
 """
 
@@ -69,7 +70,7 @@ class DeviceGate:
     def shared(self) -> Iterator[None]:
         me = threading.get_ident()
         with self._cond:
-            if self._owner == me:
+            if self._owner == me or getattr(self._local, "depth", 0):  # held already: pass through
                 pass_through = True
             else:
                 pass_through = False
@@ -94,7 +95,8 @@ class DeviceGate:
         housekeeping that may be skipped rather than wait for a timed section."""
         me = threading.get_ident()
         with self._cond:
-            free = self._owner == me or (self._owner is None and not self._writers_waiting)
+            free = (self._owner == me or getattr(self._local, "depth", 0)
+                    or (self._owner is None and not self._writers_waiting))
         if not free:
             yield False
             return

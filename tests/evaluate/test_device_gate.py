@@ -144,6 +144,35 @@ def _shared_then(gate: DeviceGate, order: list) -> None:
         order.append("shared")
 
 
+def test_shared_inside_shared_passes_even_with_a_timed_section_waiting():
+    gate = DeviceGate()
+    inside = threading.Event()
+    go_on = threading.Event()
+    nested: list[bool] = []
+
+    def judge():
+        with gate.shared():
+            inside.set()
+            go_on.wait(5)
+            with gate.shared():  # would wait for the waiting writer, which waits for us
+                nested.append(True)
+            with gate.shared_if_free() as free:
+                nested.append(free)
+    t, box = _in_thread(judge)
+    assert inside.wait(5)
+    w, _ = _in_thread(lambda: _timed_briefly(gate))  # a timed section now waits
+    time.sleep(0.05)
+    go_on.set()
+    t.join(5)
+    assert not t.is_alive() and nested == [True, True] and "error" not in box
+    w.join(5)
+
+
+def _timed_briefly(gate: DeviceGate) -> None:
+    with gate.exclusive():
+        pass
+
+
 def test_nesting_rules():
     gate = DeviceGate()
     with gate.exclusive():
