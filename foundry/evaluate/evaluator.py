@@ -134,6 +134,7 @@ class Evaluator:
                                         allow_torch_ops=cfg.allow_torch_ops)
             out = self._run(job, deadline_s=deadline, task=task, on_message=collector.on_message)
             del reference
+            collector.drop_reference()  # before the clean-up
             out.drop_tensors()
             with self.gate.shared():
                 self._release_device_memory(in_shared=True)

@@ -41,6 +41,10 @@ class ScreenCollector:
         k = header.get("point")
         return k if type(k) is int and 0 <= k < len(self.points) else None
 
+    def drop_reference(self) -> None:
+        """Every point is compared (the job ended): let go of the reference output."""
+        self.reference = None
+
     def on_message(self, msg: Any) -> None:
         kind = msg.header.get("kind")
         k = self._point(msg.header)
