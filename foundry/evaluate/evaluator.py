@@ -137,7 +137,7 @@ class Evaluator:
             collector.drop_reference()  # before the clean-up
             out.drop_tensors()
             with self.gate.shared():
-                self._release_device_memory(in_shared=True)
+                self._release_device_memory()
         job_error = "" if out.of_kind("done") else self._clean(out.exit_text())
         errors = out.of_kind("error")
         if errors:
@@ -228,7 +228,7 @@ class Evaluator:
                                                          atol=atol, rtol=rtol, task=task)
         del references
         out.drop_tensors()  # judged: the received outputs go before the device is cleaned
-        self._release_device_memory(in_shared=True)
+        self._release_device_memory()  # inside this shared section: it runs now
         return Judged(metrics=metrics, runtime_ms=runtime, spread=spread, compile_s=common["compile_s"])
 
     def _admit(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes) -> tuple:
@@ -498,13 +498,13 @@ class Evaluator:
                           eval_s=time.monotonic() - t0, hardware=self.hardware,
                           device=self.config.device, **kw)
 
-    def _release_device_memory(self, *, in_shared: bool = False) -> None:
+    def _release_device_memory(self) -> None:
         """cuda: the references and received outputs of this evaluation are garbage now;
         overwrite the judge's free cached blocks (0xFF) and give them back to the driver, so
         neither an old result nor the memory itself is left for the next worker. Device
-        work: inside the gate's shared section (`in_shared`: the caller holds it), else
-        only when that is free at once (the blocks then stay cached in this process, out
-        of any worker's reach, until a later release)."""
+        work: it runs when the caller holds the gate's shared section or that is free at
+        once; else the blocks stay cached in this process, out of any worker's reach,
+        until a later release."""
         if self.config.device != "cuda":
             return
         try:
@@ -515,7 +515,7 @@ class Evaluator:
             from foundry.evaluate.cuda_device import poison_free_memory
             gc.collect()
             with self.gate.shared_if_free() as free:
-                if free or in_shared:
+                if free:
                     poison_free_memory()
                     torch.cuda.empty_cache()
         except Exception:  # noqa: BLE001 - housekeeping only
