@@ -12,9 +12,11 @@ re-queues what was in flight.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import queue
 import socket
+import time
 from typing import Any, Mapping
 
 import ray
@@ -37,16 +39,24 @@ class EvaluatorActor:
         for service in self.services:
             self._free.put(service)
         self.count = 0
+        self.busy_s = 0.0  # lane-seconds spent on evaluations, all lanes together
 
     def evaluate(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult, str]:
         """(the candidate as evaluated (tuned params where it declares TUNABLE and tuning
         is on), its result, this evaluator's name)."""
         service = self._free.get()
+        started, wall = time.monotonic(), time.time()
         try:
             candidate, result = service.run(task, candidate)
         finally:
             self._free.put(service)
+        busy = time.monotonic() - started
         self.count += 1
+        self.busy_s += busy
+        # where the lane's time went: when it began (epoch s) and how long the candidate held it,
+        # tuning included
+        lane = {"index": self.services.index(service), "started_at": round(wall, 3), "busy_s": round(busy, 3)}
+        result = dataclasses.replace(result, metrics={**(result.metrics or {}), "lane": lane})
         return candidate, result, self.name
 
     def baselines(self, task: Task) -> Any:
@@ -59,7 +69,7 @@ class EvaluatorActor:
     def info(self) -> dict:
         return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "evaluated": self.count,
-                "lanes": len(self.services), "gate": self.gate.snapshot(),
+                "lanes": len(self.services), "busy_s": round(self.busy_s, 3), "gate": self.gate.snapshot(),
                 "measurements": sum(s.measurements for s in self.services)}
 
     def close(self) -> None:
@@ -71,4 +81,4 @@ class EvaluatorActor:
 
 def evaluator_options(*, gpu: bool, cpus: float, max_restarts: int, slots: int) -> dict:
     return {"num_gpus": 1 if gpu else 0, "num_cpus": cpus, "max_restarts": max_restarts,
-            "max_task_retries": 0, "max_concurrency": max(1, slots)}
+            "max_task_retries": 0, "max_concurrency": max(1, slots) + 1}  # + 1: `info` answers while every lane is busy

@@ -64,6 +64,7 @@ class Supervisor:
         self.unfinished: list[Unfinished] = []  # what this session stopped waiting for
         self.settled_ids: set[str] = set()  # ids of candidates whose evaluation settled this session
         self.evaluators: dict[str, Any] = {}
+        self._evaluator_infos: dict[str, dict] = {}  # what each evaluator last said about itself
         self.dispatcher = self.prompt_actor = self.proposer_actor = None
         self._drains: dict[int, Any] = {}  # island -> a drain call not collected yet
         self._calls_ref: Any = None  # the prompt actor's drain of LLM calls, not collected yet
@@ -132,15 +133,18 @@ class Supervisor:
             self._launch(i)
         self._write_evaluator_infos()  # the islands propose meanwhile; their work queues
 
-    def _write_evaluator_infos(self) -> None:
-        """evaluators.json: what each evaluator says about itself; one that has not started
-        by the wall-time budget is listed as not started (the run goes on without waiting)."""
+    def _write_evaluator_infos(self, *, timeout: float | None = None) -> None:
+        """evaluators.json: what each evaluator says about itself (written at the start and
+        again at the end, with its lanes' busy time and device-gate figures); one that does
+        not answer in `timeout` (default: by the wall-time budget) keeps what it said before,
+        or is listed as not started."""
         refs = {name: e.info.remote() for name, e in self.evaluators.items()}
-        ready = _ready(list(refs.values()), self._left(None))
+        ready = _ready(list(refs.values()), self._left(None) if timeout is None else timeout)
         # one that answered with an error could not start (a bad evaluator config): raise it
-        infos = [ray.get(ref) if ref in ready else {"name": name, "started": False}
-                 for name, ref in refs.items()]
-        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(infos, indent=2))
+        infos = {name: ray.get(ref) if ref in ready else self._evaluator_infos.get(name, {"name": name, "started": False})
+                 for name, ref in refs.items()}
+        self._evaluator_infos = infos
+        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(list(infos.values()), indent=2))
 
     def _to_evaluate_again(self) -> dict[int, list]:
         """Earlier sessions' unfinished candidates of this run's tasks not logged since, by
@@ -413,6 +417,10 @@ class Supervisor:
             saves.append(self.prompt_actor.save.remote())
         if len(_ready(saves, left())) < len(saves):
             log.warning("final checkpoint incomplete: not every island answered within the stop timeout")
+        try:
+            self._write_evaluator_infos(timeout=min(2.0, left()))
+        except RayError as e:  # the info is a report: the stop goes on without it
+            log.warning("evaluators.json not updated at the end: %s", e)
         busy = {u.evaluator for u in abandoned or []} if abandoned is not None else set(self.evaluators)
         closing = [e.close.remote() for name, e in self.evaluators.items() if name not in busy]
         _ready(closing, left())

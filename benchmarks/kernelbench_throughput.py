@@ -85,6 +85,16 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
             if r.result.correct and value and (t[key] is None or value > t[key]):
                 t[key] = value
     first_to_last = times[-1] - times[0] if n > 1 else 0.0
+    evaluators = json.loads((run_dir / "evaluators.json").read_text()) if (run_dir / "evaluators.json").exists() else []
+    lanes = sum(int(e.get("lanes", 0)) for e in evaluators)
+    spans = [(m["lane"]["started_at"], m["lane"]["started_at"] + m["lane"]["busy_s"])
+             for m in ((r.result.metrics or {}) for r in records) if isinstance(m.get("lane"), dict)]
+    busy = sum(b - a for a, b in spans)
+    window = (max(b for _, b in spans) - min(a for a, _ in spans)) if spans else 0.0
+    utilization = {"lanes": lanes, "busy_s_recorded": round(busy, 2), "window_s": round(window, 2),
+                   "busy_fraction": round(busy / (lanes * window), 3) if lanes and window else None,
+                   "evaluators": [{k: e.get(k) for k in ("name", "lanes", "busy_s", "evaluated", "gate")}
+                                  for e in evaluators]}
     return {"evaluations": n, "correct": sum(r.result.correct for r in records),
             "per_min_steady": steady, "per_min_whole_run": 60 * n / wall_s if wall_s else float("nan"),
             "per_min_first_to_last": 60 * (n - 1) / first_to_last if first_to_last else float("nan"),
@@ -94,6 +104,7 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
             "judged_per_min": (meta.get("sessions") or [{}])[-1].get("judged_per_min"),
             "phases_s": {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])},
             "device_gate_s": {k: round(v, 2) for k, v in gate.items()},
+            "lanes": utilization,
             "tasks": per_task}
 
 
