@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import sys
 
-import hydra
+from foundry.bytecode import keep_bytecode
+
+keep_bytecode()  # before hydra and torch (see foundry.bytecode)
+
+import hydra  # noqa: E402
 from omegaconf import DictConfig
 
 

@@ -19,6 +19,10 @@ How a verdict is reached (details in README.md beside this file):
 This package never imports the LLM, islands or actors packages.
 """
 
+from foundry.bytecode import keep_bytecode
+
+keep_bytecode()  # before torch: the judge, its warm workers and the CLI all import through here
+
 from foundry.evaluate.backends import BackendSpec, backends, get_backend, register
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.evaluator import Evaluator

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from foundry.config_keys import checked_keys
+from foundry.paths import cache_root
 
 DEVICES = ("cpu", "cuda")
 
 
 def _default_cache_dir() -> str:
-    root = os.environ.get("FOUNDRY_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "kernelfoundry")
-    return os.path.join(root, "baselines")
+    return str(cache_root() / "baselines")
 
 
 @dataclass(frozen=True)

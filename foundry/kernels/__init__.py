@@ -10,8 +10,9 @@ invoked, so the evaluator can check that the candidate's own kernels actually ra
 from __future__ import annotations
 
 import collections
-import os
 from pathlib import Path
+
+from foundry.paths import cache_root
 
 _launches: collections.Counter = collections.Counter()
 
@@ -36,9 +37,7 @@ BUILD_CACHES = ("c", "cuda", "cuda_inline", "triton")
 
 
 def cache_dir(kind: str) -> Path:
-    """Per-backend build cache: $FOUNDRY_CACHE_DIR/<kind>, default ~/.cache/kernelfoundry."""
-    root = os.environ.get("FOUNDRY_CACHE_DIR") or os.path.join(
-        os.path.expanduser("~"), ".cache", "kernelfoundry")
-    path = Path(root) / kind
+    """Per-backend build cache: <cache root>/<kind> (foundry.paths)."""
+    path = cache_root() / kind
     path.mkdir(parents=True, exist_ok=True)
     return path
