@@ -29,11 +29,11 @@ from foundry.types import Candidate, EvalResult, Task
 @ray.remote
 class EvaluatorActor:
     def __init__(self, *, name: str, eval_config: Mapping[str, Any], impl: str | None = None,
-                 tuning: Mapping[str, Any] | None = None, lanes: int = 1):
+                 tuning: Mapping[str, Any] | None = None, lanes: int = 1, backend: str | None = None):
         self.name = name
         device = str(eval_config.get("device", "cpu"))
         self.gate = make_device_gate(device, lanes=lanes)
-        self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate),
+        self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate, backend=backend),
                                            tuning=tuning, device=device) for _ in range(max(1, lanes))]
         self._free: queue.Queue = queue.Queue()
         for service in self.services:

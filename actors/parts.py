@@ -23,12 +23,15 @@ def load_impl(spec: str) -> Callable[..., Any]:
         raise ValueError(f"cannot load implementation {spec!r}: {e}") from None
 
 
-def make_evaluator(eval_config: Mapping[str, Any], *, impl: str | None = None, gate: Any = None) -> Any:
-    """The judge (or a stand-in, which gets no gate); `gate`: the DeviceGate its lanes share."""
+def make_evaluator(eval_config: Mapping[str, Any], *, impl: str | None = None, gate: Any = None,
+                   backend: str | None = None) -> Any:
+    """The judge (or a stand-in, which gets no gate); `gate`: the DeviceGate its lanes share;
+    `backend`: the run's, whose modules its warm worker imports as it starts."""
     if impl:
         return load_impl(impl)(config=dict(eval_config))
     from foundry.evaluate import EvalConfig, Evaluator
-    return Evaluator(config=EvalConfig.from_config(dict(eval_config)), gate=gate)
+    return Evaluator(config=EvalConfig.from_config(dict(eval_config)), gate=gate,
+                     backends=(backend,) if backend else ())
 
 
 def make_device_gate(device: str, *, lanes: int) -> Any:

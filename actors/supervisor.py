@@ -93,7 +93,7 @@ class Supervisor:
             eval_config["device"] = "cuda" if self.gpus else "cpu"
         self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
             name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning,
-            lanes=lanes)
+            lanes=lanes, backend=self.backend)
             for k in range(n_eval)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)

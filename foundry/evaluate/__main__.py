@@ -91,12 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         conf["compile_baseline"] = False
     if args.isolation:
         conf["isolation"] = args.isolation
+    backend = args.backend or guess_backend(source)
     try:
         cfg = EvalConfig.from_config(conf)
-        ev = Evaluator(config=cfg)
+        ev = Evaluator(config=cfg, backends=(backend,))
     except Exception as e:  # noqa: BLE001 - e.g. device "cuda" without its implementation
         p.error(str(e).replace("\n", " "))
-    backend = args.backend or guess_backend(source)
     cand = Candidate.make(task_id=task.task_id, source=source, backend=backend, note=note)
     try:
         r = ev.evaluate(task=task, candidate=cand)

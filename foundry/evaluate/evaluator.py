@@ -15,7 +15,8 @@ import re
 import secrets
 import threading
 import time
-from typing import Any, Sequence
+from contextlib import contextmanager
+from typing import Any, Iterator, Sequence
 
 from foundry.evaluate import isolation, protocol
 from foundry.evaluate.backends import BackendSpec, get_backend
@@ -52,7 +53,11 @@ class Evaluator:
     `gate`: shared by the Evaluators (lanes) that evaluate on one device at once, each
     from its own thread (see device_gate.py); alone, an Evaluator has a gate of its own."""
 
-    def __init__(self, *, config: EvalConfig | None = None, gate: DeviceGate | None = None):
+    def __init__(self, *, config: EvalConfig | None = None, gate: DeviceGate | None = None,
+                 backends: Sequence[str] = ()):
+        """`backends`: those the candidates will use (e.g. ("triton",)): the warm worker
+        imports their modules as it starts, not at the first candidate (any backend still
+        works; an unnamed one is imported when first needed)."""
         self.config = config or EvalConfig()
         self.gate = gate if gate is not None else DeviceGate()
         self.device = get_device(self.config.device)
@@ -61,7 +66,10 @@ class Evaluator:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         if self.config.device == "cuda":
             env["FOUNDRY_TF32"] = self.config.tf32
-        self._worker = WarmWorker(env=env, preload=("foundry.kernels", "foundry.kernels.c"))
+        preload = ["foundry.kernels", "foundry.kernels.c"]
+        for name in backends:
+            preload += [m for m in get_backend(name).preload if m not in preload]
+        self._worker = WarmWorker(env=env, preload=tuple(preload))
         self._importer = None  # CUDA outputs come device-to-device when this works
         self.transfer_note = ""
         if self.config.device == "cuda":
@@ -171,7 +179,7 @@ class Evaluator:
         except TaskTooLarge as e:
             return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",), error=str(e))
         job = self._candidate_job(task, cand, backend)
-        with self.gate.memory(self._device_bytes(task)):
+        with self._device_memory(task, phases):
             judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases)
         if isinstance(judged, EvalResult):  # it failed before its outputs could be judged
             return judged
@@ -464,6 +472,17 @@ class Evaluator:
                        on_idle=on_idle if job.kind == "candidate" else (lambda o: b"g"),
                        on_message=on_message, cache_env=compiler_caches(trusted=not untrusted),
                        gate=self.gate, timed_idles=True)
+
+    @contextmanager
+    def _device_memory(self, task: Task, phases: PhaseTimes) -> Iterator[None]:
+        """This evaluation's reservation of device memory; a wait for other lanes' evaluations
+        to give theirs back is the phase "device_memory_wait"."""
+        started = time.monotonic()
+        with self.gate.memory(self._device_bytes(task)):
+            waited = time.monotonic() - started
+            if waited > 1e-3:
+                phases.add("device_memory_wait", waited)
+            yield
 
     def _device_bytes(self, task: Task) -> int:
         """Device memory one evaluation of `task` reserves on the gate (cuda only)."""

@@ -232,6 +232,7 @@ class Worker:
             tensors: list = []
             tree = protocol.encode_tree(out, tensors)
             changed = self.inputs_changed(i)
+            tr["inputs"] = None  # checked: later runs regenerate inputs from the seed (at full size, GBs)
             t2 = self.clock()
             self.send({"kind": "trial", "index": i, "tree": tree, "inputs_changed": changed, **info}, tensors)
             del out, tensors

@@ -23,6 +23,7 @@ Phase names (a flat dict; absent when a step did not run):
     baseline_eager / baseline_compile   first correct candidate of a task: baselines
     recheck            a large speedup measured again in a fresh worker
     screen             tuning: every TUNABLE point built, checked once and timed in one job
+    device_memory_wait lanes: waiting for other evaluations on the device to give back memory
     release            the judge's device memory overwritten and returned
 """
 

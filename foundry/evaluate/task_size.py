@@ -28,10 +28,13 @@ class TaskSize:
     output_bytes: int  # one trial's outputs
 
     def evaluation_bytes(self, *, full_trials: int, timing_sets: int) -> int:
-        """Peak bytes of one evaluation while the worker runs: the worker's trial and
-        timing inputs and its timed outputs, plus the outputs the judge has received by
-        then (every trial's, the repeat's and the timed runs')."""
-        worker = self.input_bytes * (full_trials + timing_sets) + self.output_bytes * timing_sets
+        """Peak bytes of one evaluation while the worker runs: the worker's largest holding
+        (every trial's inputs, built before the candidate loads, and one output; or, once
+        each trial's inputs are let go after its check, the timing sets' inputs and timed
+        outputs), plus the outputs the judge has received by then (every trial's, the
+        repeat's and the timed runs')."""
+        worker = max(self.input_bytes * full_trials + self.output_bytes,
+                     (self.input_bytes + self.output_bytes) * timing_sets)
         received = self.output_bytes * (full_trials + 1 + timing_sets)
         return worker + received
 

@@ -92,6 +92,7 @@ def _child(sock: socket.socket, req: dict, fds: list[int]) -> None:
                 os.environ[var] = path
         import tempfile
         tempfile.tempdir = tmp
+        sys.dont_write_bytecode = True  # a candidate's process reads the warm worker's bytecode, writes none
         if req.get("isolate"):
             from foundry.evaluate.isolation import isolate
             from foundry.kernels import BUILD_CACHES, cache_dir
