@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PROBE = "import foundry.evaluate, sys; print(sys.pycache_prefix or '')"
+PROBE = "import foundry.evaluate.evaluator, sys; print(sys.pycache_prefix or '')"
 
 
 def _run(tmp_path, **env):

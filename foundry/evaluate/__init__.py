@@ -23,8 +23,17 @@ from foundry.bytecode import keep_bytecode
 
 keep_bytecode()  # before torch: the judge, its warm workers and the CLI all import through here
 
-from foundry.evaluate.backends import BackendSpec, backends, get_backend, register
-from foundry.evaluate.config import EvalConfig
-from foundry.evaluate.evaluator import Evaluator
+import importlib
 
-__all__ = ["BackendSpec", "EvalConfig", "Evaluator", "backends", "get_backend", "register"]
+# imported on first use, so that a torch-free part (the warm worker's handle, the config)
+# can be imported, and the warm worker started, before torch
+_EXPORTS = {"BackendSpec": "foundry.evaluate.backends", "backends": "foundry.evaluate.backends",
+            "get_backend": "foundry.evaluate.backends", "register": "foundry.evaluate.backends",
+            "EvalConfig": "foundry.evaluate.config", "Evaluator": "foundry.evaluate.evaluator"}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'foundry.evaluate' has no attribute {name!r}")

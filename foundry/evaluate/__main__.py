@@ -32,6 +32,26 @@ def guess_backend(source: str) -> str:
     return "c"
 
 
+def _judge(p: _Parser, args: argparse.Namespace, cfg, worker, *, source: str, backend: str, note: str):
+    """(the result, the task) of judging the candidate `source` with `worker` started."""
+    from foundry.tasks.loader import TaskError, load_task
+    from foundry.types import Candidate
+    try:
+        task = load_task(args.task_file, profile=args.profile or ("small" if args.device == "cpu" else "full"))
+    except TaskError as e:
+        p.error(str(e).replace("\n", " "))
+    from foundry.evaluate.evaluator import Evaluator
+    try:
+        ev = Evaluator(config=cfg, backends=(backend,), worker=worker)
+    except Exception as e:  # noqa: BLE001 - e.g. device "cuda" without its implementation
+        p.error(str(e).replace("\n", " "))
+    cand = Candidate.make(task_id=task.task_id, source=source, backend=backend, note=note)
+    try:
+        return ev.evaluate(task=task, candidate=cand), task
+    finally:
+        ev.close()
+
+
 def _num(x):
     return None if x is None or (isinstance(x, float) and not math.isfinite(x)) else x
 
@@ -64,12 +84,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.trials is not None and args.trials < 1:
         p.error(f"--trials must be >= 1, got {args.trials}")
 
-    from foundry.tasks.loader import TaskError, load_task
-    from foundry.types import Candidate, Stage
-    try:
-        task = load_task(args.task_file, profile=args.profile or ("small" if args.device == "cpu" else "full"))
-    except TaskError as e:
-        p.error(str(e).replace("\n", " "))
     note = ""
     try:
         with open(args.candidate_file, "rb") as f:
@@ -80,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
         source = raw.decode("utf-8")
     except UnicodeDecodeError:  # a bad candidate, not bad usage: judged stage syntax
         source, note = "", "the candidate file is not UTF-8 text"
+    backend = args.backend or guess_backend(source)
 
-    from foundry.evaluate import EvalConfig, Evaluator
+    from foundry.evaluate.config import EvalConfig
     conf = {"device": args.device, "allow_torch_ops": args.allow_torch_ops}
     for key, val in (("trials", args.trials), ("timeout_s", args.timeout), ("seed", args.seed),
                      ("threads", args.threads)):
@@ -91,17 +106,19 @@ def main(argv: list[str] | None = None) -> int:
         conf["compile_baseline"] = False
     if args.isolation:
         conf["isolation"] = args.isolation
-    backend = args.backend or guess_backend(source)
     try:
         cfg = EvalConfig.from_config(conf)
-        ev = Evaluator(config=cfg, backends=(backend,))
-    except Exception as e:  # noqa: BLE001 - e.g. device "cuda" without its implementation
+    except Exception as e:  # noqa: BLE001 - a bad value: named in the message
         p.error(str(e).replace("\n", " "))
-    cand = Candidate.make(task_id=task.task_id, source=source, backend=backend, note=note)
+    # the warm worker imports torch and the backend while this process does the same
+    from foundry.evaluate.warm_worker import warm_worker_for
+    worker = warm_worker_for(cfg, backends=(backend,))
+    worker.launch()
     try:
-        r = ev.evaluate(task=task, candidate=cand)
+        r, task = _judge(p, args, cfg, worker, source=source, backend=backend, note=note)
     finally:
-        ev.close()
+        worker.close()  # the Evaluator closed it already, unless something failed before
+    from foundry.types import Stage
     stage = Stage(r.stage).label
     gpu: dict = {}
     if args.device == "cuda":

@@ -11,12 +11,6 @@ import torch
 class CpuDevice:
     name = "cpu"
 
-    def worker_env(self, threads: int) -> dict[str, str]:
-        n = str(threads)
-        return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
-                # idle OpenMP threads sleep at once, so "work left running" is measurable
-                "OMP_WAIT_POLICY": "PASSIVE", "TRITON_INTERPRET": "1"}
-
     def prepare_worker(self, threads: int) -> None:
         torch.set_num_threads(threads)
 

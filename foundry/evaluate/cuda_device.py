@@ -254,15 +254,6 @@ class CudaDevice:
         from foundry.evaluate.cuda_timing import apply_tf32_policy
         self.tf32 = apply_tf32_policy(os.environ.get(self.tf32_env, "off"))
 
-    def worker_env(self, threads: int) -> dict[str, str]:
-        n = str(threads)
-        return {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
-                # deterministic cuBLAS while poisoning is on, without warnings
-                "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
-                # never NVLink multicast (it can take a shared host's GPUs down)
-                "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
-                "NVSHMEM_DISABLE_NVLS": "1"}
-
     def prepare_worker(self, threads: int) -> None:
         import os
 

@@ -5,8 +5,6 @@ Everything device-specific sits behind two small modules per device:
 ``foundry.evaluate.<name>_device`` defines a class (``CpuDevice``, ``CudaDevice``) with
 
 - ``name: str`` ("cpu", "cuda")
-- ``worker_env(threads: int) -> dict[str, str]``: variables set in every sandbox worker
-  (thread counts, interpreter switches), applied before any import in the worker.
 - ``prepare_worker(threads: int) -> None``: called in a worker before any candidate code
   (fix thread counts, create the context).
 - ``hardware_id(threads: int) -> str``: e.g. ``"cpu:x86_64:2-threads"``, ``"NVIDIA H200"``.
@@ -24,6 +22,8 @@ Everything device-specific sits behind two small modules per device:
 
 ``get_device("cuda")`` imports ``foundry.evaluate.cuda_device`` only when asked, and
 says clearly when it is not there.
+
+The variables every sandbox worker of a device runs with are in foundry.evaluate.worker_env.
 """
 
 from __future__ import annotations

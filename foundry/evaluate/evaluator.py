@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import os
 import re
 import secrets
 import threading
@@ -30,9 +29,10 @@ from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, mem
                                        timing_spec, trials_for, variants_for)
 from foundry.evaluate.phases import PhaseTimes, worker_phases, worker_start_parts
 from foundry.evaluate.reference import ReferenceRunner, output_dtype
-from foundry.evaluate.sandbox import JobOutcome, WarmWorker, run_job
+from foundry.evaluate.sandbox import JobOutcome, run_job
+from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
 from foundry.evaluate.screening import ScreenCollector
-from foundry.evaluate.secrets import Scrubber, clean_env, truncate
+from foundry.evaluate.secrets import Scrubber, truncate
 from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.task_setup import TaskSetup
 from foundry.evaluate.task_size import TaskTooLarge
@@ -54,22 +54,17 @@ class Evaluator:
     from its own thread (see device_gate.py); alone, an Evaluator has a gate of its own."""
 
     def __init__(self, *, config: EvalConfig | None = None, gate: DeviceGate | None = None,
-                 backends: Sequence[str] = ()):
+                 backends: Sequence[str] = (), worker: WarmWorker | None = None):
         """`backends`: those the candidates will use (e.g. ("triton",)): the warm worker
         imports their modules as it starts, not at the first candidate (any backend still
-        works; an unnamed one is imported when first needed)."""
+        works; an unnamed one is imported when first needed). `worker`: the warm worker
+        `warm_worker_for(config, backends=backends)` gave, already launched (it is then
+        this Evaluator's to close)."""
         self.config = config or EvalConfig()
         self.gate = gate if gate is not None else DeviceGate()
         self.device = get_device(self.config.device)
-        env = clean_env(os.environ, self.config.secret_env_names)
-        env.update(self.device.worker_env(self.config.threads))
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        if self.config.device == "cuda":
-            env["FOUNDRY_TF32"] = self.config.tf32
-        preload = ["foundry.kernels", "foundry.kernels.c"]
-        for name in backends:
-            preload += [m for m in get_backend(name).preload if m not in preload]
-        self._worker = WarmWorker(env=env, preload=tuple(preload))
+        # a worker started early by the caller (`warm_worker_for(config, backends=...)`), or ours
+        self._worker = worker if worker is not None else warm_worker_for(self.config, backends=backends)
         self._importer = None  # CUDA outputs come device-to-device when this works
         self.transfer_note = ""
         if self.config.device == "cuda":

@@ -1,4 +1,4 @@
-"""The judge's side of the sandbox: a warm worker (foundry.evaluate.zygote) per
+"""The judge's side of the sandbox: a warm worker (foundry.evaluate.warm_worker) per
 Evaluator, one forked child per job, deadlines, memory watch, idle probes, cleanup.
 
 Each child runs in its own process group with a stripped environment, its own temp dir,
@@ -10,13 +10,9 @@ reaped by the warm worker. If the warm worker itself dies, the next job starts a
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import signal
-import socket
-import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -25,14 +21,7 @@ from typing import Callable
 from foundry.evaluate import protocol
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.job import Job
-
-READY_TIMEOUT_S = 120.0
-CTL_TIMEOUT_S = 30.0
-
-
-class SandboxError(RuntimeError):
-    """The warm worker could not be started or stopped answering."""
-
+from foundry.evaluate.warm_worker import SandboxError, WarmWorker
 
 @dataclass
 class Message:
@@ -129,112 +118,6 @@ def _descendants(pid: int) -> list[int]:
         if len(fields) > 2 and fields[0] != "Z" and (int(fields[1]) == pid or int(fields[2]) == pid):
             found.append(int(entry))
     return found
-
-
-class WarmWorker:
-    """One warm pre-imported process that forks a child per job."""
-
-    def __init__(self, *, env: dict, preload: tuple = ()):
-        self.env = env
-        self.preload = tuple(dict.fromkeys(preload))
-        self.proc: subprocess.Popen | None = None
-        self.sock: socket.socket | None = None
-        self.start_s = 0.0
-        self._pending = False  # launched, its "ready" not read yet
-        self._launched_at = 0.0
-
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    def start(self) -> None:
-        self.launch()
-        self._await_ready()
-
-    def launch(self) -> None:
-        """Start the warm worker's process without waiting for its imports (it says it is
-        ready on the first request); a no-op while one is alive."""
-        if self.alive():
-            return
-        self.close()
-        self._launched_at = time.monotonic()
-        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        cmd = [sys.executable, "-c", "from foundry.evaluate.zygote import main; main()",
-               str(theirs.fileno()), ",".join(self.preload)]
-        self._stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(cmd, env=self.env, pass_fds=(theirs.fileno(),),
-                                     start_new_session=True, stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=self._stderr,
-                                     cwd=tempfile.gettempdir())
-        theirs.close()
-        self.sock = mine
-        self._pending = True
-
-    def _await_ready(self) -> None:
-        if not self._pending:
-            return
-        self._pending = False
-        try:
-            reply = self._recv(READY_TIMEOUT_S)
-        except SandboxError as e:
-            self._stderr.seek(0)
-            tail = self._stderr.read()[-2000:].decode(errors="replace")
-            raise SandboxError(f"{e}; its stderr: {tail}") from None
-        if not reply.get("ready"):
-            raise SandboxError(f"warm worker did not start: {reply}")
-        self.start_s = time.monotonic() - self._launched_at
-
-    def _recv(self, timeout: float) -> dict:
-        assert self.sock is not None
-        self.sock.settimeout(timeout)
-        try:
-            data = self.sock.recv(1 << 16)
-        except (OSError, socket.timeout) as e:
-            self.close()
-            raise SandboxError(f"warm worker stopped answering ({e})") from None
-        if not data:
-            self.close()
-            raise SandboxError("warm worker exited")
-        return json.loads(data)
-
-    def request(self, req: dict, fds: list[int] = ()) -> dict:
-        if not self.alive():
-            self.close()
-            self.start()
-        self._await_ready()
-        assert self.sock is not None
-        try:
-            socket.send_fds(self.sock, [json.dumps(req).encode()], list(fds))
-        except OSError as e:
-            self.close()
-            raise SandboxError(f"warm worker unreachable ({e})") from None
-        return self._recv(CTL_TIMEOUT_S)
-
-    def ensure_preloaded(self, modules: tuple) -> None:
-        new = [m for m in modules if m not in self.preload]
-        if not new:
-            return
-        self.preload = self.preload + tuple(new)
-        if self.alive():
-            self.request({"op": "preload", "modules": new})
-
-    def close(self) -> None:
-        self._pending = False
-        if self.sock is not None:
-            try:
-                self.sock.close()
-            except OSError:
-                pass
-            self.sock = None
-        if self.proc is not None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                pass
-            self.proc = None
 
 
 def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,

@@ -1,0 +1,26 @@
+"""The environment variables a device's sandbox workers run with (no torch here, so the
+warm worker can start before the judge imports torch)."""
+
+from __future__ import annotations
+
+
+def worker_env(device: str, *, threads: int, tf32: str = "off") -> dict[str, str]:
+    """Settings for the warm worker and every child it forks, on top of a clean
+    environment: thread counts, the device's own settings, and no bytecode written by
+    candidates' processes."""
+    n = str(threads)
+    env = {"OMP_NUM_THREADS": n, "MKL_NUM_THREADS": n, "OPENBLAS_NUM_THREADS": n,
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    if device == "cpu":
+        # idle OpenMP threads sleep at once, so "work left running" is measurable
+        env.update({"OMP_WAIT_POLICY": "PASSIVE", "TRITON_INTERPRET": "1"})
+    elif device == "cuda":
+        env.update({
+            # deterministic cuBLAS while poisoning is on, without warnings
+            "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
+            # never NVLink multicast (it can take a shared host's GPUs down)
+            "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+            "FOUNDRY_TF32": tf32})
+    else:
+        raise ValueError(f"unknown device {device!r} (choose from cpu, cuda)")
+    return env
