@@ -73,3 +73,7 @@ def test_killed_evaluator_and_island_processes(ray_session, tmp_path, capsys, mo
     assert late0, "island 0 produced nothing after its restart"
     assert json.loads((run_dir / "checkpoints" / "island-0" / "worker.json").read_text())["pid"] != killed["island"]
     assert "evaluation budget spent" in json.loads((run_dir / "run.json").read_text())["stop_reason"]
+    # written again at the end: the restarted evaluator says what its lanes did since its restart
+    final = {e["name"]: e for e in json.loads((run_dir / "evaluators.json").read_text())}
+    assert set(final) == {"evaluator-0", "evaluator-1"} and final["evaluator-0"]["pid"] != killed["evaluator"]
+    assert all(e["busy_s"] > 0 and e["evaluated"] > 0 for e in final.values())

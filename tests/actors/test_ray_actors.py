@@ -114,10 +114,18 @@ def test_an_evaluator_with_lanes_judges_that_many_candidates_at_once(ray_session
     assert ray.get(ev.info.remote())["lanes"] == 2
     cands = [Candidate.make(task_id=relu_task.task_id, source=f"# {i}", backend="c") for i in range(2)]
     t0 = time.monotonic()
-    results = ray.get([ev.evaluate.remote(relu_task, c) for c in cands])
+    refs = [ev.evaluate.remote(relu_task, c) for c in cands]
+    time.sleep(0.3)
+    busy_info = ray.get(ev.info.remote(), timeout=0.5)  # answers while both lanes are busy
+    assert busy_info["evaluated"] == 0
+    results = ray.get(refs)
     assert time.monotonic() - t0 < 1.8  # two 1-second evaluations side by side, not one after the other
     assert sorted(r[1].candidate_id for r in results) == sorted(c.candidate_id for c in cands)
-    assert ray.get(ev.info.remote())["evaluated"] == 2
+    lanes = [r[1].metrics["lane"] for r in results]
+    assert sorted(lane["index"] for lane in lanes) == [0, 1]
+    assert all(1.0 <= lane["busy_s"] < 1.8 and abs(lane["started_at"] - time.time()) < 30 for lane in lanes)
+    info = ray.get(ev.info.remote())
+    assert info["evaluated"] == 2 and 2.0 <= info["busy_s"] < 3.6
     ray.kill(ev)
 
 
