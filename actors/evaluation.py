@@ -35,13 +35,18 @@ def tuner_config(templates: Mapping[str, Any]) -> dict:
 
 
 class EvaluationService:
-    def __init__(self, *, evaluator: Any, tuning: Mapping[str, Any] | None, device: str):
-        self.evaluator, self.device = evaluator, device
+    def __init__(self, *, evaluator: Any, tuning: Mapping[str, Any] | None, device: str,
+                 ceilings: Any = None):
+        """`ceilings` (foundry.tasks.roofline.DeviceCeilings of the device, or None): each
+        correct result then gets `metrics["roofline"]`, its position against the task's
+        floor (`Roofline.position`)."""
+        self.evaluator, self.device, self.ceilings = evaluator, device, ceilings
         self.tuner = None
         if tuning is not None:
             from foundry.tuning import Tuner, TunerConfig
             self.tuner = Tuner(config=TunerConfig.from_config(dict(tuning)))
         self.measurements = 0
+        self._floors: dict[tuple, Any] = {}  # (task id, source hash) -> Roofline, or the reason there is none
 
     def _measure(self, task: Task, seen: dict | None = None):
         def measure(candidate: Candidate) -> EvalResult:
@@ -63,7 +68,26 @@ class EvaluationService:
         return run_screen
 
     def run(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult]:
-        """(the candidate as evaluated, possibly with tuned params; its result)."""
+        """(the candidate as evaluated, possibly with tuned params; its result, with its
+        roofline position where the service has the device's ceilings)."""
+        evaluated, result = self._run(task, candidate)
+        return evaluated, self._with_roofline(task, result)
+
+    def _with_roofline(self, task: Task, result: EvalResult) -> EvalResult:
+        if self.ceilings is None or not result.correct or not result.runtime_ms:
+            return result
+        key = (task.task_id, task.source_hash)
+        if key not in self._floors:
+            from foundry.tasks.roofline import roofline_for_task
+            try:  # on the meta device only: a full-size reference is never run here
+                self._floors[key] = roofline_for_task(task, ceilings=self.ceilings, fallback_device=None)
+            except Exception as e:  # noqa: BLE001 - a report, never a verdict
+                self._floors[key] = f"no roofline (the reference does not run on the meta device: {type(e).__name__})"
+        floor = self._floors[key]
+        extra = {"roofline_note": floor} if isinstance(floor, str) else {"roofline": floor.position(result.runtime_ms)}
+        return dataclasses.replace(result, metrics={**(result.metrics or {}), **extra})
+
+    def _run(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult]:
         if self.tuner is None or not candidate.source or not _TUNABLE.search(candidate.source):
             return candidate, self._measure(task)(candidate)
         seen: dict[str, Candidate] = {candidate.candidate_id: candidate}

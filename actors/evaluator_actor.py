@@ -22,7 +22,7 @@ from typing import Any, Mapping
 import ray
 
 from actors.evaluation import EvaluationService
-from actors.parts import make_device_gate, make_evaluator
+from actors.parts import device_ceilings, make_device_gate, make_evaluator
 from foundry.types import Candidate, EvalResult, Task
 
 
@@ -33,8 +33,12 @@ class EvaluatorActor:
         self.name = name
         device = str(eval_config.get("device", "cpu"))
         self.gate = make_device_gate(device, lanes=lanes)
-        self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate, backend=backend),
-                                           tuning=tuning, device=device) for _ in range(max(1, lanes))]
+        # before any lane runs: measuring the device's ceilings must not overlap a timed section
+        self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
+        self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate,
+                                                                    backend=backend),
+                                           tuning=tuning, device=device, ceilings=self.ceilings)
+                         for _ in range(max(1, lanes))]
         self._free: queue.Queue = queue.Queue()
         for service in self.services:
             self._free.put(service)
@@ -70,6 +74,7 @@ class EvaluatorActor:
         return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "evaluated": self.count,
                 "lanes": len(self.services), "busy_s": round(self.busy_s, 3), "gate": self.gate.snapshot(),
+                "ceilings": getattr(self.ceilings, "source", None) or self.ceilings_note,
                 "measurements": sum(s.measurements for s in self.services)}
 
     def close(self) -> None:

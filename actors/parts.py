@@ -34,6 +34,19 @@ def make_evaluator(eval_config: Mapping[str, Any], *, impl: str | None = None, g
                      backends=(backend,) if backend else ())
 
 
+def device_ceilings(device: str) -> tuple[Any, str]:
+    """(the GPU's measured copy bandwidth and FLOP rate as DeviceCeilings, "") for results'
+    roofline positions, measured once per machine and cached (foundry.hardware); (None,
+    why) on a CPU or where they cannot be had."""
+    if device != "cuda":
+        return None, "no roofline on the CPU"
+    try:
+        from foundry import hardware
+        return hardware.ceilings(hardware.describe()), ""
+    except Exception as e:  # noqa: BLE001 - positions are a report: the run goes on without them
+        return None, f"no ceilings: {type(e).__name__}: {e}"[:300]
+
+
 def make_device_gate(device: str, *, lanes: int) -> Any:
     """The gate an evaluator's lanes share; on a GPU it lets them reserve together at most
     90% of the device's memory."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
+from foundry.hardware import NCU_METRICS
 from foundry.llm import templates as T
 from foundry.llm.accounting import redact
 from foundry.types import Candidate, EvalResult, ProposalRequest, Stage
@@ -20,6 +21,9 @@ SECTION_NAMES = ("philosophy", "strategies", "pitfalls", "analysis")
 DEFAULT_VARIANT = "balanced"
 MAX_BLOCK_CHARS = 4000
 MAX_ERROR_CHARS = 3000
+# the figures of a result's metrics["roofline"] (foundry.tasks.roofline.Roofline.position) a prompt shows
+ROOFLINE_FIGURES = ("fraction", "bound", "floor_ms", "achieved_gb_per_s", "peak_gb_per_s", "achieved_tflops",
+                    "peak_tflops")
 
 
 def default_sections() -> dict[str, str]:
@@ -88,13 +92,22 @@ def _tuning_lines(tuning: Any) -> str:
 
 
 def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
-    profile, tuning = {}, None
+    """(what the hardware said about the parent's kernels, its tuning records). Only the
+    kernel's own figures go into a prompt: its position against the roofline floor (the
+    diagnosis first) and profiler counters (foundry.hardware.NCU_METRICS, `ncu_*`), not
+    the judge's bookkeeping (phases, lanes, transfers, memory caps)."""
+    profile, counters, tuning = {}, {}, None
     for k, v in metrics.items():
-        if "tuning" in str(k).lower() or str(k).lower() == "tuner":
-            tuning = v if tuning is None else {"previous": tuning, str(k): v}
-        else:
-            profile[k] = v
-    return profile, tuning
+        key = str(k)
+        if "tuning" in key.lower() or key.lower() == "tuner":
+            tuning = v if tuning is None else {"previous": tuning, key: v}
+        elif key == "roofline" and isinstance(v, Mapping):
+            if v.get("diagnosis"):
+                profile["diagnosis"] = v["diagnosis"]
+            profile.update({f"roofline_{f}": v[f] for f in ROOFLINE_FIGURES if f in v})
+        elif key in NCU_METRICS or key.startswith("ncu_"):
+            counters[key] = v
+    return {**profile, **counters}, tuning
 
 
 def _task_block(request: ProposalRequest) -> str:

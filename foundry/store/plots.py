@@ -67,3 +67,36 @@ def plot_archive(summary: TaskSummary, path: Path) -> Path | None:
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+def plot_roofline(summaries: Mapping[str, TaskSummary], path: Path) -> Path | None:
+    """Per task, the best kernel's runtime, eager's and torch.compile's, each as a multiple
+    of the task's roofline floor (1 = at the floor; log scale); tasks whose best kernel has
+    no roofline position are left out."""
+    rows = [(t, s) for t, s in sorted(summaries.items()) if s.best_roofline and s.best_runtime_ms]
+    if not rows:
+        return None
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(rows) + 2), 4.5))
+    width = 0.27
+    for k, (label, attr) in enumerate((("best kernel", "best_runtime_ms"), ("eager", "eager_ms"),
+                                       ("torch.compile", "compile_ms"))):
+        xs, ys = [], []
+        for i, (_, s) in enumerate(rows):
+            ms = getattr(s, attr)
+            if ms:
+                xs.append(i + (k - 1) * width)
+                ys.append(ms / s.best_roofline["floor_ms"])
+        ax.bar(xs, ys, width=width, label=label)
+    ax.axhline(1.0, color="black", lw=1.0, ls="--", label="roofline floor")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels([f"{t}\n({s.best_roofline.get('bound', '?')})" for t, s in rows], fontsize=7, rotation=20,
+                       ha="right")
+    ax.set_ylabel("runtime / roofline floor")
+    ax.set_title("Runtime against each task's roofline floor")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -10,7 +10,7 @@ from pathlib import Path
 from foundry.store.best import write_best
 from foundry.store.evallog import EvaluationRecord, read_evaluations
 from foundry.store.phases import PhaseSums, judged_per_minute
-from foundry.store.plots import plot_archive, plot_progress
+from foundry.store.plots import plot_archive, plot_progress, plot_roofline
 from foundry.store.rundir import RunDir, task_file_name, write_atomic
 from foundry.store.summary import TaskSummary, best_record, summarize
 from foundry.store.unfinished import Unfinished, read_unfinished
@@ -38,6 +38,10 @@ def _task_section(s: TaskSummary, run: RunDir, heatmap: Path | None) -> list[str
              f"| LLM cost | ${s.llm_cost_usd:.4f} |",
              f"| backends | {', '.join(s.backends) or '—'} |",
              "| stages reached | " + (", ".join(f"{Stage(k).label} {v}" for k, v in sorted(s.stages.items())) or "—") + " |"]
+    if s.best_roofline:
+        lines.append(f"| best against the roofline floor | {s.best_roofline.get('fraction', 0):.0%} of the floor "
+                     f"({_ms(s.best_roofline.get('floor_ms'))}) |")
+        lines.append(f"| bottleneck of the best kernel | {s.best_roofline.get('diagnosis', '—')} |")
     if s.best_candidate_id:
         rel = run.best_file(s.task_id).relative_to(run.path)
         lines.append(f"| best kernel | [{rel}]({rel}) (candidate {s.best_candidate_id}) |")
@@ -128,6 +132,9 @@ def build_report(run_dir: str | Path) -> Path:
     lines.append("")
     if progress is not None:
         lines += [f"![best speedup over evaluations]({progress.relative_to(run.path)})", ""]
+    roof = plot_roofline(summaries, run.plots / "roofline.png")
+    if roof is not None:
+        lines += [f"![runtime against the roofline floor]({roof.relative_to(run.path)})", ""]
     lines += time_section(records)
     lines += unfinished_section(read_unfinished(run.path))
     lines += ["## Tasks", ""]

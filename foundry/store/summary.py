@@ -24,6 +24,7 @@ class TaskSummary:
     curve: tuple = ()  # (evaluation number within the task, best speedup vs eager so far)
     cells: dict = field(default_factory=dict)  # descriptor tuple -> best fitness
     stages: dict = field(default_factory=dict)  # stage -> count
+    best_roofline: dict | None = None  # the best kernel's metrics["roofline"] (Roofline.position), if measured
 
     @property
     def share_correct(self) -> float:
@@ -38,6 +39,11 @@ def best_record(records: Iterable[EvaluationRecord]) -> EvaluationRecord | None:
             if best is None or r.result.speedup_eager > best.result.speedup_eager:
                 best = r
     return best
+
+
+def _roofline(best: EvaluationRecord | None) -> dict | None:
+    position = (best.result.metrics or {}).get("roofline") if best is not None else None
+    return dict(position) if isinstance(position, Mapping) and position.get("floor_ms") else None
 
 
 def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = (),
@@ -73,5 +79,5 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
             best_runtime_ms=best.result.runtime_ms if best else None,
             eager_ms=eager, compile_ms=compile_, llm_cost_usd=float(costs.get(task_id, 0.0)),
             backends=tuple(sorted({r.candidate.backend for r in recs})), curve=tuple(curve),
-            cells=cells, stages=stages)
+            cells=cells, stages=stages, best_roofline=_roofline(best))
     return out

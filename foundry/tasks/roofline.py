@@ -58,6 +58,30 @@ class Roofline:
             return None
         return self.floor_ms / runtime_ms
 
+    def position(self, runtime_ms: float) -> dict:
+        """Where a kernel of `runtime_ms` sits against this floor (plain values, for a
+        result's metrics): the floor, the fraction of it reached, what bounds it, the
+        bandwidth and FLOP rate the kernel achieved, and a one-line diagnosis."""
+        fraction = self.fraction(runtime_ms) or 0.0
+        achieved_bw = self.min_bytes / (runtime_ms * 1e-3)
+        achieved_flops = self.flops / (runtime_ms * 1e-3)
+        return {"floor_ms": round(self.floor_ms, 6), "fraction": round(fraction, 4), "bound": self.bound,
+                "achieved_gb_per_s": round(achieved_bw / 1e9, 1), "achieved_tflops": round(achieved_flops / 1e12, 2),
+                "peak_gb_per_s": round(self.bandwidth_bytes_per_s / 1e9, 1),
+                "peak_tflops": round(self.flops_per_s / 1e12, 2), "diagnosis": self.diagnosis(runtime_ms)}
+
+    def diagnosis(self, runtime_ms: float) -> str:
+        """e.g. "memory-bound: 41% of the floor (moves 6.44 GB at 1780 GB/s of 4250; floor 1.52 ms, this 3.70 ms)"."""
+        fraction = self.fraction(runtime_ms) or 0.0
+        if self.bound == "memory":
+            what = (f"moves {self.min_bytes / 1e9:.3g} GB at {self.min_bytes / (runtime_ms * 1e-3) / 1e9:.0f} GB/s "
+                    f"of {self.bandwidth_bytes_per_s / 1e9:.0f}")
+        else:
+            what = (f"{self.flops / 1e9:.3g} GFLOP at {self.flops / (runtime_ms * 1e-3) / 1e12:.1f} TFLOP/s "
+                    f"of {self.flops_per_s / 1e12:.0f}")
+        return (f"{self.bound}-bound: {100 * fraction:.0f}% of the floor ({what}; floor {self.floor_ms:.3g} ms, "
+                f"this {runtime_ms:.3g} ms)")
+
 
 def _tensor_bytes(values: Any, seen: set[int]) -> int:
     """Bytes of every distinct tensor storage in (nested) `values`, each once."""
@@ -104,15 +128,18 @@ def floor_ms(*, min_bytes: int, flops: int, ceilings: DeviceCeilings) -> tuple[f
 
 def roofline_for_task(task: Task, *, ceilings: DeviceCeilings | None = None,
                       overrides: Mapping[str, Any] | None = None,
-                      fallback_device: str = "cpu") -> Roofline:
+                      fallback_device: str | None = "cpu") -> Roofline:
     """The floor of `task` at its size profile (plus `overrides`) on a device with
     `ceilings` (default: the H200's). Counts on the meta device; if the reference
-    cannot run there (data-dependent code), runs it on `fallback_device`."""
+    cannot run there (data-dependent code), runs it on `fallback_device` (None: raise
+    instead, e.g. where running a full-size reference on the CPU would cost too much)."""
     ceilings = ceilings or DeviceCeilings()
     try:
         nbytes, flops = _build_and_count(task, overrides, "meta")
         where = "meta"
     except Exception:  # noqa: BLE001 - meta cannot run every op; count on a real device
+        if fallback_device is None:
+            raise
         nbytes, flops = _build_and_count(task, overrides, fallback_device)
         where = fallback_device
     memory_ms, compute_ms, floor = floor_ms(min_bytes=nbytes, flops=flops, ceilings=ceilings)

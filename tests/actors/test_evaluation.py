@@ -64,3 +64,27 @@ def test_a_tuned_result_carries_the_other_measurements_as_its_tuning_phase(relu_
     assert svc.measurements == 3 and 0.015 <= phases["tuning"] < 1.0  # the two other settings
     untuned = EvaluationService(evaluator=Phased(), device="cpu", tuning=None).run(relu_task, cand)[1]
     assert "tuning" not in untuned.metrics["phases"]
+
+
+def test_with_the_devices_ceilings_each_correct_result_gets_its_roofline_position(relu_task, tmp_path):
+    from foundry.tasks.roofline import DeviceCeilings, roofline_for_task
+    from foundry.tasks.suite import load_suite
+    ceilings = DeviceCeilings(bandwidth_bytes_per_s=1e11, flops_per_s=1e12, source="test")
+    svc = EvaluationService(evaluator=FixedCostEvaluator(), device="cuda", tuning=None, ceilings=ceilings)
+    cand = Candidate.make(task_id=relu_task.task_id, source="# plain", backend="c")
+    _, result = svc.run(relu_task, cand)
+    floor = roofline_for_task(relu_task, ceilings=ceilings).floor_ms
+    pos = result.metrics["roofline"]
+    assert pos["bound"] == "memory" and pos["floor_ms"] == round(floor, 6)
+    assert abs(pos["fraction"] - floor / result.runtime_ms) < 1e-3 and "of the floor" in pos["diagnosis"]
+    # a reference that does not run on the meta device gets a note, never a CPU run at full size
+    path = tmp_path / "nonzero_task.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def forward(self, x):\n        return x[x > 0].sum().reshape(1)\n\n"
+                    "def get_inputs():\n    return [torch.randn(8, 8)]\n\ndef get_init_inputs():\n    return []\n")
+    (odd,) = load_suite(path=path, profile="full")
+    _, result = svc.run(odd, Candidate.make(task_id=odd.task_id, source="# plain", backend="c"))
+    assert "roofline" not in result.metrics and "meta device" in result.metrics["roofline_note"]
+    # without ceilings (a CPU evaluator) nothing is added
+    _, plain = EvaluationService(evaluator=FixedCostEvaluator(), device="cpu", tuning=None).run(relu_task, cand)
+    assert "roofline" not in plain.metrics and "roofline_note" not in plain.metrics

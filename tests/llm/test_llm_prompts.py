@@ -25,7 +25,12 @@ def _request(task, mode, backend="c", **kw):
         speedup_compile=0.9 if mode == "optimize" else None, runtime_ms=0.031,
         error="kernel.c:4:5: error: expected ';' before '}' token", flags=(),
         descriptor=(1, 0, 2),
-        metrics={"dram_throughput_pct": 61.5, "achieved_occupancy": 0.42,
+        metrics={"dram_throughput_pct": 61.5, "achieved_occupancy_pct": 42.0,
+                 "phases": {"trials": 0.6}, "lane": {"index": 1}, "worker_wall_s": 2.5,
+                 "roofline": {"floor_ms": 0.012, "fraction": 0.3871, "bound": "memory", "achieved_gb_per_s": 1645.2,
+                              "peak_gb_per_s": 4250.0, "achieved_tflops": 0.0, "peak_tflops": 51.0,
+                              "diagnosis": "memory-bound: 39% of the floor (moves 0.051 GB at 1645 GB/s of 4250; "
+                                           "floor 0.012 ms, this 0.031 ms)"},
                  "tuning": [{"params": {"BLOCK": 128}, "ms": 0.040},
                             {"params": {"BLOCK": 256}, "ms": 0.031}]})
     insp = Candidate.make(task_id=task.task_id, source=PARENT_SOURCE + "\n# inspiration\n",
@@ -75,7 +80,12 @@ def test_optimize_prompt_carries_parent_results_profile_and_tuning(relu_task):
     assert "memory: level 1 of 3 (coalesced / vectorised access)" in text
     assert "parallelism: level 2 of 3 (warp intrinsics)" in text
     assert "Hint: memory level 1 -> try level 2" in text
-    assert "dram_throughput_pct: 61.5" in text and "achieved_occupancy: 0.42" in text
+    assert "dram_throughput_pct: 61.5" in text and "achieved_occupancy_pct: 42" in text
+    assert "diagnosis: memory-bound: 39% of the floor (moves 0.051 GB at 1645 GB/s of 4250" in text
+    assert "roofline_fraction: 0.3871" in text and "roofline_peak_gb_per_s: 4250" in text
+    assert text.index("diagnosis: memory-bound") < text.index("dram_throughput_pct")  # the diagnosis first
+    # the judge's bookkeeping stays out of the prompt
+    assert "phases" not in text and "worker_wall_s" not in text and "lane" not in text.lower().replace("plane", "")
     assert '{"ms": 0.04, "params": {"BLOCK": 128}}' in text
     assert "<<<<<<< SEARCH" in text and "What went wrong" not in text
 

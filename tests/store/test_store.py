@@ -129,6 +129,26 @@ def test_report_tables_best_files_and_plots(tmp_path):
     assert (tmp_path / "plots" / "archive" / "t1.png").stat().st_size > 1000
 
 
+def test_report_shows_the_best_kernel_against_its_roofline_floor(tmp_path):
+    import dataclasses
+    run = RunDir(tmp_path)
+    run.write_meta({"tasks": ["t1", "t2"]})
+    log = EvaluationLog(tmp_path, flush_rows=2)
+    position = {"floor_ms": 0.25, "fraction": 0.4, "bound": "memory",
+                "diagnosis": "memory-bound: 40% of the floor (moves 1.07 GB at 1700 GB/s of 4250; floor 0.25 ms, this 0.625 ms)"}
+    for i, s in enumerate([1.2, 1.6]):
+        c, r = pair(i, speed=s)
+        log.append(c, dataclasses.replace(r, runtime_ms=0.625, metrics={**r.metrics, "roofline": position}))
+    log.append(*pair(3, task="t2", speed=1.1))  # no roofline position (a CPU run)
+    log.close()
+    report = build_report(tmp_path).read_text()
+    assert "| best against the roofline floor | 40% of the floor (0.25 ms) |" in report
+    assert "| bottleneck of the best kernel | memory-bound: 40% of the floor (moves 1.07 GB" in report
+    assert report.count("best against the roofline floor") == 1  # t2 has none
+    assert "![runtime against the roofline floor](plots/roofline.png)" in report
+    assert (tmp_path / "plots" / "roofline.png").read_bytes()[:4] == b"\x89PNG"
+
+
 def test_report_cli(tmp_path):
     log = EvaluationLog(tmp_path)
     log.append(*pair(0, speed=2.0))

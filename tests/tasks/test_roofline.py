@@ -66,3 +66,26 @@ def test_measured_cpu_ceilings_are_plausible():
     assert 1e8 < c.bandwidth_bytes_per_s < 1e12
     assert 1e7 < c.flops_per_s < 1e13
     assert "measured on cpu" in c.source
+
+
+def test_a_kernels_position_against_the_floor_and_its_diagnosis():
+    roof = roofline_for_task(_task(1, 8))  # ReLU: memory-bound, 2 x 512 MiB
+    pos = roof.position(roof.floor_ms / 0.4)
+    assert pos["bound"] == "memory" and pos["fraction"] == pytest.approx(0.4)
+    assert pos["achieved_gb_per_s"] == pytest.approx(0.4 * H200_COPY_BYTES_PER_S / 1e9, rel=1e-3)
+    assert pos["peak_gb_per_s"] == pytest.approx(H200_COPY_BYTES_PER_S / 1e9)
+    assert pos["diagnosis"].startswith("memory-bound: 40% of the floor (moves 1.07 GB at 1700 GB/s of 4250")
+    matmul = roofline_for_task(_task(1, 1))
+    assert matmul.position(matmul.floor_ms)["diagnosis"].startswith("compute-bound: 100% of the floor (137 GFLOP at 51.0")
+
+
+def test_without_a_fallback_a_data_dependent_reference_raises(tmp_path):
+    path = tmp_path / "nonzero_task.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\n"
+        "class Model(nn.Module):\n    def forward(self, x):\n        return x[x > 0].sum().reshape(1)\n\n"
+        "def get_inputs():\n    return [torch.randn(8, 8)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    (task,) = load_suite(path=path, profile="full")
+    with pytest.raises(Exception):
+        roofline_for_task(task, fallback_device=None)
