@@ -16,6 +16,14 @@ from foundry.store.summary import TaskSummary  # noqa: E402
 LEVELS = 4  # each descriptor axis has four levels (DESIGN.md, "Descriptors")
 
 
+def _save(fig, path: Path) -> Path:
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
 def plot_progress(summaries: Mapping[str, TaskSummary], path: Path) -> Path | None:
     """Best correct speedup vs eager over the task's evaluations, one line per task."""
     lines = {t: s.curve for t, s in summaries.items() if any(v is not None for _, v in s.curve)}
@@ -32,11 +40,7 @@ def plot_progress(summaries: Mapping[str, TaskSummary], path: Path) -> Path | No
     ax.set_title("Best speedup over evaluations")
     if len(lines) <= 12:
         ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_archive(summary: TaskSummary, path: Path) -> Path | None:
@@ -62,11 +66,7 @@ def plot_archive(summary: TaskSummary, path: Path) -> Path | None:
     ax.set_ylabel("compute level")
     ax.set_title(f"{summary.task_id}: archive (fitness)", fontsize=9)
     fig.colorbar(im, ax=ax, shrink=0.8)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_roofline(summaries: Mapping[str, TaskSummary], path: Path) -> Path | None:
@@ -95,8 +95,4 @@ def plot_roofline(summaries: Mapping[str, TaskSummary], path: Path) -> Path | No
     ax.set_ylabel("runtime / roofline floor")
     ax.set_title("Runtime against each task's roofline floor")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
