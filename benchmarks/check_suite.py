@@ -5,12 +5,16 @@
     python benchmarks/check_suite.py --path KernelBench --level 1 --ids 1 23 --profile full --device cuda
 
 Prints one row per task as it finishes (forward ms, output shape, verdict, the best
-input-independent answer's largest error as a multiple of the tolerance, check seconds,
-peak device memory, reason) and a summary line. A task that fails (its reference raises,
-or the check runs out of memory) is recorded and the run goes on; device memory is freed
-between tasks. `--out FILE` (.md or .csv) lists every flagged or failing task with its
-reason and figures, rewritten after each task. Exits 1 if any task is degenerate (and not
-declared DEGENERATE_OK in its file) or fails.
+input-independent answer's largest error as a multiple of the tolerance, the inputs the
+judge checks differentially with their swap's error / tolerance, check seconds, peak
+device memory, reason) and a summary line. A differential input moves the output only
+within the tolerance, but by at least the check's floor (0.1x): the task is not
+degenerate, and the judge gives its candidates' jobs a paired trial per such input
+(guard `input_ignored`). A task that fails (its reference raises, or the check runs out
+of memory) is recorded and the run goes on; device memory is freed between tasks.
+`--out FILE` (.md or .csv) lists every flagged or failing task, and every task with
+differential inputs, with its reason and figures, rewritten after each task. Exits 1 if
+any task is degenerate (and not declared DEGENERATE_OK in its file) or fails.
 """
 
 from __future__ import annotations
@@ -52,6 +56,18 @@ class Row:
     peak_gb: float | None = None
     reason: str = ""
     details: dict = field(default_factory=dict)
+    differential: tuple[int, ...] = ()  # inputs the judge checks differentially
+
+    @property
+    def differential_text(self) -> str:
+        """e.g. "1 (0.507x)": each differential input with its swap's error / tolerance."""
+        swaps = self.details.get("swaps", {})
+        return ", ".join(f"{i} ({swaps.get(str(i), '?')}x)" for i in self.differential) or "-"
+
+    @property
+    def listed(self) -> bool:
+        """Written to --out: flagged, failing, or with differential inputs."""
+        return self.verdict in ("degenerate", "declared ok", "error") or bool(self.differential)
 
     @property
     def best(self) -> str:
@@ -143,14 +159,14 @@ def check_one(task: Task, args: argparse.Namespace) -> Row:
         return Row(task.task_id, "error", fwd_s * 1e3, shape, time.perf_counter() - t0, peak_gb(args.device),
                    f"check failed: {type(e).__name__}: {str(e)[:400]}")
     verdict = "ok"
-    reason = report.reason
+    reason = report.reason if report.degenerate else report.differential_reason
     if report.degenerate:
         declared = declared_degenerate_ok(task)
         verdict = "declared ok" if declared else "degenerate"
         if declared:
             reason += f" (the task file declares DEGENERATE_OK: {declared})"
     return Row(task.task_id, verdict, fwd_s * 1e3, shape, time.perf_counter() - t0, peak_gb(args.device),
-               reason, report.details)
+               reason, report.details, tuple(report.differential_inputs))
 
 
 def _cell(text: str) -> str:
@@ -159,28 +175,32 @@ def _cell(text: str) -> str:
 
 def figures(details: dict) -> str:
     """The measured figures of a row, compact: each answer's and swap's error / tolerance."""
-    keep = {k: details[k] for k in ("answers", "swaps", "non_finite", "error") if k in details}
+    keep = {k: details[k] for k in ("answers", "swaps", "differential_inputs", "non_finite", "error")
+            if k in details}
     return json.dumps(keep, separators=(",", ":"))
 
 
 def write_report(path: Path, rows: list[Row], header: str, summary: str) -> None:
-    flagged = [r for r in rows if r.verdict in ("degenerate", "declared ok", "error")]
+    flagged = [r for r in rows if r.listed]
     tmp = path.with_name(path.name + ".tmp")
     if path.suffix.lower() == ".csv":
         with tmp.open("w", newline="") as f:
             w = csv.writer(f)
-            w.writerow(["task", "verdict", "best_answer_x_tolerance", "check_s", "peak_gb", "reason", "figures"])
+            w.writerow(["task", "verdict", "best_answer_x_tolerance", "differential_inputs", "check_s", "peak_gb",
+                        "reason", "figures"])
             for r in flagged:
-                w.writerow([r.task_id, r.verdict, r.best, f"{r.check_s:.2f}",
-                            "" if r.peak_gb is None else f"{r.peak_gb:.2f}", r.reason, figures(r.details)])
+                w.writerow([r.task_id, r.verdict, r.best, "" if not r.differential else r.differential_text,
+                            f"{r.check_s:.2f}", "" if r.peak_gb is None else f"{r.peak_gb:.2f}", r.reason,
+                            figures(r.details)])
     else:
-        lines = [f"# Degeneracy check: flagged and failing tasks\n\n{header}\n",
-                 "| task | verdict | best input-independent answer (error / tolerance) | reason | figures |",
-                 "| --- | --- | --- | --- | --- |"]
-        lines += [f"| {r.task_id} | {r.verdict} | {r.best} | {_cell(r.reason)} | `{figures(r.details)}` |"
-                  for r in flagged]
+        lines = [f"# Degeneracy check: flagged and failing tasks, and inputs checked differentially\n\n{header}\n",
+                 "| task | verdict | best input-independent answer (error / tolerance) | differential inputs "
+                 "(swap error / tolerance) | reason | figures |",
+                 "| --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {r.task_id} | {r.verdict} | {r.best} | {r.differential_text} | {_cell(r.reason)} | "
+                  f"`{figures(r.details)}` |" for r in flagged]
         if not flagged:
-            lines.append("| (none) | | | | |")
+            lines.append("| (none) | | | | | |")
         lines.append(f"\n{summary}\n")
         tmp.write_text("\n".join(lines))
     tmp.replace(path)
@@ -189,6 +209,7 @@ def write_report(path: Path, rows: list[Row], header: str, summary: str) -> None
 def summarise(rows: list[Row], tasks: list[Task], wall_s: float, done: bool) -> str:
     counts = {v: sum(r.verdict == v for r in rows)
               for v in ("ok", "degenerate", "declared ok", "error", "skipped", "-")}
+    differential = sum(bool(r.differential) for r in rows)
     levels = sorted({t.level for t in tasks})
     per_level = ", ".join(f"level {lv}: {sum(t.level == lv for t in tasks)}" for lv in levels)
     fwd = sum(r.forward_ms or 0.0 for r in rows) / 1e3
@@ -196,6 +217,7 @@ def summarise(rows: list[Row], tasks: list[Task], wall_s: float, done: bool) -> 
     state = "" if done else f" (in progress: {len(rows)} of {len(tasks)} done)"
     return (f"{len(tasks)} tasks ({per_level}){state}; {counts['ok']} not degenerate, {counts['degenerate']} "
             f"degenerate, {counts['declared ok']} flagged but declared DEGENERATE_OK, {counts['error']} failed"
+            + (f", {differential} with inputs the judge checks differentially" if differential else "")
             + (f", {counts['skipped']} skipped (--max-gb)" if counts["skipped"] else "")
             + (f", {counts['-']} not checked" if counts["-"] else "")
             + f"; reference forwards {fwd:.2f} s, degeneracy checks {check:.1f} s, wall {wall_s:.1f} s; "
@@ -218,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rtol", type=float, help="relative tolerance (default: the task's, else per dtype)")
     ap.add_argument("--max-gb", type=float, help="skip tasks whose input set and output exceed this many GB")
     ap.add_argument("--no-degeneracy", action="store_true", help="only time the reference forwards")
-    ap.add_argument("--out", type=Path, help="write flagged and failing tasks here (.md or .csv)")
+    ap.add_argument("--out", type=Path, help="write flagged and failing tasks, and those with differential inputs, here (.md or .csv)")
     args = ap.parse_args(argv)
     if args.trials < 3:
         ap.error(f"--trials must be at least 3, got {args.trials}")
@@ -229,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     header = (f"`check_suite.py --path {args.path or 'benchmarks/suite'} --profile {args.profile} --device "
               f"{args.device}`" + (f" levels {args.level}" if args.level else "")
               + (f" ids {args.ids}" if args.ids else "") + f"; torch {torch.__version__}")
-    print("| # | task | forward ms | output | verdict | best answer (x tol) | check s | peak GB | reason |\n|"
-          + " --- |" * 9, flush=True)
+    print("| # | task | forward ms | output | verdict | best answer (x tol) | differential inputs (x tol) | check s "
+          "| peak GB | reason |\n|" + " --- |" * 10, flush=True)
     rows: list[Row] = []
     t_start = time.perf_counter()
     for n, task in enumerate(tasks, 1):
@@ -239,7 +261,7 @@ def main(argv: list[str] | None = None) -> int:
         fwd = "-" if row.forward_ms is None else f"{row.forward_ms:.2f}"
         peak = "-" if row.peak_gb is None else f"{row.peak_gb:.1f}"
         print(f"| {n}/{len(tasks)} | {task.task_id} | {fwd} | {row.shape or '-'} | {row.verdict} | {row.best} | "
-              f"{row.check_s:.1f} | {peak} | {_cell(row.reason)} |", flush=True)
+              f"{row.differential_text} | {row.check_s:.1f} | {peak} | {_cell(row.reason)} |", flush=True)
         if args.out:
             write_report(args.out, rows, header, summarise(rows, tasks, time.perf_counter() - t_start, False))
     summary = summarise(rows, tasks, time.perf_counter() - t_start, True)

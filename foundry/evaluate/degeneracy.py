@@ -7,8 +7,14 @@ once per task source, sizes, device, tolerance and torch version and kept in a
 `JsonDiskCache`, so later runs and other processes reuse it. A user declares a task not
 degenerate with `EvalConfig.degenerate_ok` (task ids, shell-style patterns allowed) or in
 the task file (``DEGENERATE_OK = "why"``, read without running the file); then the check
-is not run and the verdict says who overrode it. `minimal_check` is the fallback on the
+is not run and the verdict says who overrode it (`known_degeneracy`: an override or a
+cached verdict, without running the reference). `minimal_check` is the fallback on the
 reference outputs the judge has computed anyway, for when the check cannot run.
+
+A verdict also names the task's differential inputs (those the output depends on only
+within the tolerance, rule (d) of the check): the judge gives each candidate's job one
+paired trial per such input (guard `input_ignored`, foundry/evaluate/input_use.py). An
+override, or the fallback, names none.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ class Degeneracy:
     details: dict = field(default_factory=dict)  # the check's figures (plain values)
     override: str = ""  # non-empty: the user declared the task not degenerate (who and why)
     cached: bool = False  # the verdict came from the on-disk cache
+    differential_inputs: tuple[int, ...] = ()  # inputs the judge checks differentially
+    differential_reason: str = ""  # why (empty when there are none)
 
 
 def declared_degenerate_ok(task: Task) -> str:
@@ -81,24 +89,51 @@ def judge_degeneracy(task: Task, *, device: str, atol: float | None, rtol: float
     the verdict is not degenerate, with `override` saying why. Raises
     `foundry.tasks.degeneracy.DegeneracyCheckError` when the check cannot run (out of
     memory): no verdict, nothing cached."""
+    known = known_degeneracy(task, device=device, atol=atol, rtol=rtol, cache_dir=cache_dir,
+                             overrides=overrides, degenerate_ok=degenerate_ok)
+    if known is not None:
+        return known
+    key = degeneracy_key(task, device=device, overrides=overrides, atol=atol, rtol=rtol)
+    from foundry.tasks.degeneracy import check_task
+    report = check_task(task, overrides=overrides, device=device, atol=atol, rtol=rtol)
+    verdict = Degeneracy(bool(report.degenerate), report.reason, dict(report.details),
+                         differential_inputs=tuple(report.differential_inputs),
+                         differential_reason=report.differential_reason)
+    JsonDiskCache(cache_dir).put(key, {
+        "task_id": task.task_id, "degenerate": verdict.degenerate, "reason": verdict.reason,
+        "details": verdict.details, "differential_inputs": list(verdict.differential_inputs),
+        "differential_reason": verdict.differential_reason, "torch": torch.__version__})
+    return verdict
+
+
+def known_degeneracy(task: Task, *, device: str, atol: float | None, rtol: float | None,
+                     cache_dir: str, overrides: dict | None = None,
+                     degenerate_ok: Sequence[str] = ()) -> Degeneracy | None:
+    """`judge_degeneracy`'s verdict where it needs no reference run (a user's override or
+    a cached verdict), else None."""
     declared = declared_degenerate_ok(task)
     if declared:
         return Degeneracy(False, override=f"the task file declares DEGENERATE_OK: {declared}")
     listed = listed_degenerate_ok(task, degenerate_ok)
     if listed:
         return Degeneracy(False, override=f"EvalConfig.degenerate_ok lists {listed!r}")
-    key = degeneracy_key(task, device=device, overrides=overrides, atol=atol, rtol=rtol)
-    cache = JsonDiskCache(cache_dir)
-    hit = cache.get(key)
-    if hit is not None and isinstance(hit.get("degenerate"), bool):
-        return Degeneracy(hit["degenerate"], str(hit.get("reason") or ""),
-                          dict(hit.get("details") or {}), cached=True)
-    from foundry.tasks.degeneracy import check_task
-    report = check_task(task, overrides=overrides, device=device, atol=atol, rtol=rtol)
-    verdict = Degeneracy(bool(report.degenerate), report.reason, dict(report.details))
-    cache.put(key, {"task_id": task.task_id, "degenerate": verdict.degenerate, "reason": verdict.reason,
-                    "details": verdict.details, "torch": torch.__version__})
-    return verdict
+    hit = JsonDiskCache(cache_dir).get(degeneracy_key(task, device=device, overrides=overrides, atol=atol,
+                                                      rtol=rtol))
+    if hit is None or not isinstance(hit.get("degenerate"), bool):
+        return None
+    differential = _input_indices(hit.get("differential_inputs", []))  # absent: none
+    if differential is None:
+        return None
+    return Degeneracy(hit["degenerate"], str(hit.get("reason") or ""), dict(hit.get("details") or {}),
+                      cached=True, differential_inputs=differential,
+                      differential_reason=str(hit.get("differential_reason") or ""))
+
+
+def _input_indices(value: Any) -> tuple[int, ...] | None:
+    """A cached list of input indices, or None when it is not one (the entry is not used)."""
+    if not isinstance(value, list) or not all(type(i) is int and i >= 0 for i in value):
+        return None
+    return tuple(value)
 
 
 def _tensors(obj: Any) -> list[torch.Tensor]:

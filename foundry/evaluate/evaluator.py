@@ -1,9 +1,11 @@
 """The Evaluator: judges one candidate against one task (see the package docstring).
 
 One evaluation, as named steps (each timed into `metrics["phases"]`, see phases.py):
-admit (backend, device, static checks) -> run the candidate's job in the sandbox ->
-triage (build or runtime failure) -> reference outputs -> judge outputs (comparison,
-guards, degeneracy) -> check timing (timed outputs, clocks) -> score (baselines, recheck).
+admit (backend, device, static checks) -> task setup (first time: sizes, reference ops,
+degeneracy and its differential inputs, which the job's trials follow) -> run the
+candidate's job in the sandbox -> triage (build or runtime failure) -> reference outputs
+-> judge outputs (comparison, guards, degeneracy) -> check timing (timed outputs,
+clocks) -> score (baselines, recheck).
 """
 
 from __future__ import annotations
@@ -37,10 +39,11 @@ from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.task_setup import TaskSetup
 from foundry.evaluate.task_size import TaskTooLarge
 from foundry.evaluate.timing_report import analyze
-from foundry.evaluate.verdict import (Findings, check_consistency, check_probes, check_trials, decode,
-                                      torch_compute_violation)
+from foundry.evaluate.trial_inputs import trial_input_spec
+from foundry.evaluate.verdict import (Findings, check_consistency, check_input_use, check_probes, check_trials,
+                                      decode, torch_compute_violation)
 from foundry.kernels import cache_dir
-from foundry.tasks.inputs import InputSpec, trial_plan
+from foundry.tasks.inputs import trial_plan
 from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task
 
 _ALLOC_FAILED = re.compile(r"can't allocate memory|MemoryError|Cannot allocate memory|std::bad_alloc")
@@ -173,7 +176,7 @@ class Evaluator:
             ref_ops = self._task_setup(task, phases)
         except TaskTooLarge as e:
             return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",), error=str(e))
-        job = self._candidate_job(task, cand, backend)
+        job = self._candidate_job(task, cand, backend, redraw=self._differential_inputs(task, phases))
         with self._device_memory(task, phases):
             judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases)
         if isinstance(judged, EvalResult):  # it failed before its outputs could be judged
@@ -208,9 +211,8 @@ class Evaluator:
         with phases.measure("references"):
             references = self._reference_outputs(task, job, range(len(job.trials)))
         atol, rtol = self._tolerance(task)
-        with phases.measure("degeneracy"):
-            degenerate = self._setup.degeneracy(task, [references[i] for i in job.main_trials],
-                                                atol=atol, rtol=rtol)
+        # known since before the job (its differential inputs planned the paired trials)
+        degenerate = self._setup.degeneracy(task, [references[i] for i in job.main_trials], atol=atol, rtol=rtol)
         if degenerate.degenerate:
             f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
         with phases.measure("compare"):
@@ -305,6 +307,7 @@ class Evaluator:
             f.flag("protocol_violation", str(e))
             rep = None
         check_consistency(f, references, rep, job.main_trials, atol=atol, rtol=rtol)
+        check_input_use(f, references, job.trials, [(p, job.base_of(p)) for p in job.paired_trials])
         check_probes(f, out.probes)
         if out.protocol_error:
             f.flag("protocol_violation", out.protocol_error)
@@ -368,7 +371,8 @@ class Evaluator:
         cfg = self.config
         metrics["speedup_rechecked"] = True
         ref_ops = self._task_setup(task)
-        job = self._candidate_job(task, cand, backend, base=secrets.randbits(48))
+        job = self._candidate_job(task, cand, backend, base=secrets.randbits(48),
+                                  redraw=self._differential_inputs(task))
         with self.gate.memory(self._device_bytes(task)), self.gate.exclusive():
             return self._recheck_job(task, job, backend, f, runtime, spread, metrics, ref_ops)
 
@@ -405,8 +409,8 @@ class Evaluator:
             overrides = job.variants[t.variant]
             if t.variant not in models:
                 models[t.variant] = self._reference.model(task, overrides, job.init_seed)
-            outputs[i] = self._reference.outputs(models[t.variant], task, overrides,
-                                                 InputSpec(t.seed, t.distribution), scale=scale)
+            outputs[i] = self._reference.outputs(models[t.variant], task, overrides, trial_input_spec(t),
+                                                 scale=scale)
         return outputs
 
     def _tolerance(self, task: Task) -> tuple[float, float]:
@@ -427,17 +431,28 @@ class Evaluator:
         interpreter = backend is not None and backend.name == "triton" and self.config.device == "cpu"
         return timing_spec(self.config, trials, interpreter=interpreter)
 
-    def _candidate_job(self, task: Task, cand: Candidate, backend: BackendSpec, *, base: int | None = None) -> Job:
+    def _candidate_job(self, task: Task, cand: Candidate, backend: BackendSpec, *, base: int | None = None,
+                       redraw: tuple = ()) -> Job:
+        """`redraw`: the task's differential inputs (one paired trial each)."""
         cfg = self.config
         if base is None:
             base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
         large = is_large(self._setup.size_of(task), cfg)
-        trials = trials_for(task, cfg, large=large, base=base)
+        trials = trials_for(task, cfg, large=large, base=base, redraw=redraw)
         self._worker.ensure_preloaded(backend.preload)
         return Job(kind="candidate", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
                    variants=variants_for(task, cfg, large=large), init_seed=init_seed_for(base),
                    trials=trials, timing=self._timing(trials, backend),
                    candidate=self._candidate_spec(cand, backend))
+
+    def _differential_inputs(self, task: Task, phases: PhaseTimes | None = None) -> tuple[int, ...]:
+        """The inputs of `task` its candidates' jobs redraw in a paired trial each: those
+        its degeneracy verdict (computed now the first time, before any job is planned)
+        names, none for a degenerate task or where the check could not run."""
+        atol, rtol = self._tolerance(task)
+        verdict = self._setup.degeneracy_before(task, atol=atol, rtol=rtol, memory_bytes=self._device_bytes(task),
+                                                phases=phases)
+        return verdict.differential_inputs if verdict is not None and not verdict.degenerate else ()
 
     def _run(self, job: Job, *, deadline_s: float, task: Task, stop_early: bool = False,
              reference_ops: frozenset = frozenset(), on_message=None) -> JobOutcome:
@@ -491,6 +506,8 @@ class Evaluator:
                          "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
         if self.transfer_note:
             metrics["transfer_note"] = self.transfer_note
+        if job.paired_trials:  # the differential check of inputs the output depends on within the tolerance
+            metrics["differential_inputs"] = [job.trials[p].redraw for p in job.paired_trials]
         metrics["worker_start_parts_s"] = worker_start_parts(out)
         repeat = out.of_kind("repeat")
         parts = repeat[0].header.get("trial_parts") if repeat else None

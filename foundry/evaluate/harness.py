@@ -30,7 +30,7 @@ from foundry import kernels  # noqa: E402
 from foundry.evaluate import cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
 from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
-from foundry.evaluate.trial_inputs import make_trial_inputs  # noqa: E402
+from foundry.evaluate.trial_inputs import make_trial_inputs, trial_input_spec  # noqa: E402
 from foundry.tasks.inputs import InputSpec, clone_inputs, make_init_inputs, seed_everything  # noqa: E402,F401
 from foundry.tasks.loader import build_module  # noqa: E402
 from foundry.types import Task  # noqa: E402
@@ -119,7 +119,7 @@ class Worker:
             self.variants.append({"module": module, "init": init})
         self.trials = []
         for tr in job.trials:
-            spec = InputSpec(seed=tr.seed, distribution=tr.distribution)
+            spec = trial_input_spec(tr)  # a paired trial's redrawn input included
             inputs = [self.device.to_device(x) for x in
                       make_trial_inputs(self.variants[tr.variant]["module"], spec, self.device.name)]
             # host inputs: a digest; device inputs are regenerated from the seed to compare

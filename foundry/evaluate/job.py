@@ -6,7 +6,9 @@ reads it back with `protocol.read_job` (both ends of the framing live in protoco
 instead of being read by string keys somewhere deep in the harness.
 
 Kinds:
-- "candidate": load the candidate, run every trial, repeat trial 0, then the timing protocol;
+- "candidate": load the candidate, run every trial, repeat trial 0, then the timing protocol
+  (a task with differential inputs has one paired trial per such input after the others:
+  trial 0's inputs with that input redrawn, `TrialSpec.redraw`);
 - "baseline": time the task's own `Model` (eager, then torch.compile when asked);
 - "screen": for each of `points` (TUNABLE settings), load the candidate with those
   params, run trial 0's inputs once and time it with the same protocol on one input set;
@@ -36,11 +38,19 @@ class TaskSpec:
 @dataclass(frozen=True)
 class TrialSpec:
     """One trial's inputs: a seed, a distribution ("standard" | "heavy") and the variant
-    (index into `Job.variants`: 0 is the task's own sizes)."""
+    (index into `Job.variants`: 0 is the task's own sizes). A paired trial has `redraw`,
+    the index of the one input taken from the set of `redraw_seed` (the rest are those of
+    the trial with its seed, distribution and variant)."""
 
     seed: int
     distribution: str
     variant: int = 0
+    redraw: int | None = None
+    redraw_seed: int = 0
+
+    @property
+    def paired(self) -> bool:
+        return self.redraw is not None
 
 
 @dataclass(frozen=True)
@@ -84,14 +94,31 @@ class Job:
             raise JobError(f"a {self.kind} job needs a candidate")
         if self.kind == "screen" and (self.timing is None or not self.points):
             raise JobError("a screen job needs points and a timing spec")
-        for t in self.trials:
+        for i, t in enumerate(self.trials):
             if not 0 <= t.variant < len(self.variants):
                 raise JobError(f"trial variant {t.variant} outside the job's {len(self.variants)} variants")
+            if t.paired:
+                if type(t.redraw) is not int or t.redraw < 0 or type(t.redraw_seed) is not int:
+                    raise JobError(f"trial {i}: redraw must be an input index and redraw_seed an int")
+                self.base_of(i)  # raises when it has no trial to pair with
 
     @property
     def main_trials(self) -> list[int]:
-        """Indices of the trials at the task's own sizes."""
-        return [i for i, t in enumerate(self.trials) if t.variant == 0]
+        """Indices of the trials at the task's own sizes (paired trials not counted)."""
+        return [i for i, t in enumerate(self.trials) if t.variant == 0 and not t.paired]
+
+    @property
+    def paired_trials(self) -> list[int]:
+        """Indices of the paired trials (one input redrawn)."""
+        return [i for i, t in enumerate(self.trials) if t.paired]
+
+    def base_of(self, index: int) -> int:
+        """The trial a paired trial `index` shares every input but one with."""
+        p = self.trials[index]
+        for k, t in enumerate(self.trials):
+            if not t.paired and (t.seed, t.distribution, t.variant) == (p.seed, p.distribution, p.variant):
+                return k
+        raise JobError(f"paired trial {index} has no trial with its seed, distribution and variant")
 
     def to_json(self) -> bytes:
         return json.dumps(asdict(self)).encode()

@@ -12,6 +12,7 @@ from foundry.types import Task
 TIMING_SETS = 3
 MIB = 1 << 20
 SCREEN_MIN_MS, SCREEN_MIN_CALLS, SCREEN_WARMUP_MS = 40.0, 5, 10.0
+REDRAW_STRIDE = 104729  # a paired trial's redrawn input: seed of trial 0 plus this per input
 
 
 def is_large(sizes: tuple[int, int], config: EvalConfig) -> bool:
@@ -30,10 +31,12 @@ def variants_for(task: Task, config: EvalConfig, *, large: bool) -> tuple:
     return tuple(variants)
 
 
-def trials_for(task: Task, config: EvalConfig, *, large: bool, base: int) -> tuple:
+def trials_for(task: Task, config: EvalConfig, *, large: bool, base: int, redraw: tuple = ()) -> tuple:
     """Trials: `trials` at the task's size (at most `full_size_trials` of them for a large
     task: one standard and one heavy-tailed, so 'different inputs, different answers'
-    still holds there; the rest run at SMALL_SIZES), two per shape variant."""
+    still holds there; the rest run at SMALL_SIZES), two per shape variant, then one
+    paired trial per input index in `redraw` (the task's differential inputs): trial 0's
+    inputs with that one redrawn (`paired_trial`)."""
     n_full = min(config.trials, config.full_size_trials) if large else config.trials
     plan = [TrialSpec(s.seed, s.distribution, 0) for s in trial_plan(n_full, base)]
     n_shape = len(task.variants) if config.check_variants else 0
@@ -43,7 +46,14 @@ def trials_for(task: Task, config: EvalConfig, *, large: bool, base: int) -> tup
     if len(variants) > 1 + n_shape:  # the SMALL_SIZES variant of a large task
         plan += [TrialSpec(s.seed, s.distribution, len(variants) - 1)
                  for s in trial_plan(config.trials - n_full, base + 7777771)]
+    plan += [paired_trial(plan[0], i) for i in redraw]
     return tuple(plan)
+
+
+def paired_trial(trial: TrialSpec, index: int) -> TrialSpec:
+    """`trial`'s inputs with input `index` redrawn from a seed of its own."""
+    return TrialSpec(trial.seed, trial.distribution, trial.variant, redraw=int(index),
+                     redraw_seed=(trial.seed + REDRAW_STRIDE * (int(index) + 1)) % (2**62))
 
 
 def init_seed_for(base: int) -> int:
@@ -60,7 +70,7 @@ def timing_spec(config: EvalConfig, trials: tuple, *, interpreter: bool = False)
     if interpreter:
         params.update(min_calls=min(5, config.timing_min_calls), min_ms=min(50.0, config.timing_min_ms),
                       warmup_ms=0.0)
-    main = [i for i, t in enumerate(trials) if t.variant == 0]
+    main = [i for i, t in enumerate(trials) if t.variant == 0 and not t.paired]
     return TimingSpec(sets=tuple(main[:TIMING_SETS]), params=params)
 
 

@@ -9,6 +9,8 @@ Phase names (a flat dict; absent when a step did not run):
     static_checks      source checks before anything runs
     task_setup         first evaluation of a task: its fit check and reference ops
                        (split in metrics["task_setup_parts_s"])
+    degeneracy         first evaluation of a task, before its job: is the task itself
+                       degenerate, and which inputs its jobs check differentially
     worker_start       fork to "ready" (its parts, the worker's device setup and input
                        generation, are in metrics["worker_start_parts_s"])
     build              candidate module executed and models constructed
@@ -18,7 +20,6 @@ Phase names (a flat dict; absent when a step did not run):
     worker_exit        last message to the worker's group killed and reaped
     references         reference outputs computed by the judge
     compare            outputs compared, guards applied
-    degeneracy         first evaluation of a task: is the task itself degenerate
     timed_output_check the timed runs' outputs compared
     baseline_eager / baseline_compile   first correct candidate of a task: baselines
     recheck            a large speedup measured again in a fresh worker

@@ -1,6 +1,7 @@
-"""What the judge learns once per task, before or at its first evaluation: whether an
-evaluation fits in memory, its data sizes, the PyTorch ops its reference computes, and
-whether the task is degenerate. Baselines are cached in `baselines.py`."""
+"""What the judge learns once per task, before its first job: whether an evaluation
+fits in memory, its data sizes, the PyTorch ops its reference computes, and whether the
+task is degenerate (with its differential inputs, which the job's trials depend on).
+Baselines are cached in `baselines.py`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.device_gate import DeviceGate
-from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, minimal_check
+from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, known_degeneracy, minimal_check
 from foundry.evaluate.job_plan import TIMING_SETS, is_large
 from foundry.evaluate.phases import PhaseTimes
 from foundry.evaluate.reference import ReferenceRunner
@@ -30,11 +31,13 @@ class TaskSetup:
         self.config = config
         self.reference = reference
         self.gate = gate if gate is not None else DeviceGate()  # its device work is shared work
-        self._need: dict[str, int] = {}  # task -> estimated bytes of one evaluation
+        self._size: dict[str, tuple[TaskSize, int]] = {}  # task -> (its sizes, full-size trials)
         self.sizes: dict[str, tuple[int, int]] = {}  # task -> (input bytes, output bytes) per trial
         self._ops: dict[str, frozenset] = {}
         self._too_large: dict[str, str] = {}  # task -> why it cannot be judged here
-        self._degeneracy: dict[tuple, Degeneracy] = {}
+        self._degeneracy: dict[tuple, Degeneracy | None] = {}  # the check's verdict; None: it could not run
+        self._fallback: dict[tuple, Degeneracy] = {}  # minimal_check's, where the check could not run
+        self._paired: dict[str, int] = {}  # task -> paired trials its jobs have (differential inputs)
         self.parts: dict[str, dict[str, float]] = {}  # task -> its setup's split (meta sizing, reference ops)
 
     def size_of(self, task: Task) -> tuple[int, int]:
@@ -108,8 +111,14 @@ class TaskSetup:
             return frozenset()
 
     def evaluation_bytes(self, task: Task) -> int:
-        """Estimated peak bytes of one evaluation of `task` (0 when unknown)."""
-        return self._need.get(task.source_hash, 0)
+        """Estimated peak bytes of one evaluation of `task` (0 when unknown), its paired
+        trials (one per differential input, known once its degeneracy is) included."""
+        key = task.source_hash
+        if key not in self._size:
+            return 0
+        size, full = self._size[key]
+        return size.evaluation_bytes(full_trials=full + self._paired.get(key, 0),
+                                     timing_sets=min(TIMING_SETS, full))
 
     def _check_fits(self, task: Task, size: TaskSize | None) -> None:
         """Fail, naming the task and its sizes, when one evaluation of `size` cannot fit in
@@ -119,7 +128,7 @@ class TaskSetup:
         cfg = self.config
         large = is_large((size.input_bytes, size.output_bytes), cfg)
         full = min(cfg.trials, cfg.full_size_trials) if large else cfg.trials
-        self._need[task.source_hash] = size.evaluation_bytes(full_trials=full, timing_sets=min(TIMING_SETS, full))
+        self._size[task.source_hash] = (size, full)
         try:
             check_fits(task, size, available_bytes=available_bytes(cfg.device), full_trials=full,
                        timing_sets=min(TIMING_SETS, full),
@@ -128,25 +137,62 @@ class TaskSetup:
             self._too_large[task.source_hash] = str(e)
             raise
 
-    def degeneracy(self, task: Task, outputs: list[Any], *, atol: float, rtol: float) -> Degeneracy:
-        """At the task's own sizes, with the judge's comparison and tolerance; cached on disk
-        per task source, sizes, device, tolerance and torch version. `outputs`: the
-        reference's outputs on the trials, judged alone when the check cannot run."""
+    def degeneracy_before(self, task: Task, *, atol: float, rtol: float, memory_bytes: int = 0,
+                          phases: PhaseTimes | None = None) -> Degeneracy | None:
+        """The task's degeneracy verdict before its first job is planned (the job's paired
+        trials follow its differential inputs): at the task's own sizes, with the judge's
+        comparison and tolerance, cached on disk per task source, sizes, device, tolerance
+        and torch version, and here per task; timed as phase "degeneracy" the first time.
+        Where it is not on disk, the check runs in a shared section of the gate with
+        `memory_bytes` reserved first (this evaluation's estimate: the check needs less
+        than a job). None when the check could not run (e.g. out of memory): `degeneracy`
+        then judges the first evaluation's reference outputs."""
         key = (task.source_hash, repr(atol), repr(rtol))
         if key not in self._degeneracy:
             # one lane at a time per task: the others then read its verdict from the disk cache
-            with _DEGENERACY_LOCKS.setdefault(key, threading.Lock()):
-                self._degeneracy[key] = self._judge_degeneracy(task, outputs, atol=atol, rtol=rtol)
-        return self._degeneracy[key]
+            with (phases or PhaseTimes()).measure("degeneracy"), _DEGENERACY_LOCKS.setdefault(key, threading.Lock()):
+                verdict = self._known_degeneracy(task, atol=atol, rtol=rtol)
+                if verdict is None:
+                    with self.gate.memory(memory_bytes), self.gate.shared():
+                        verdict = self._judge_degeneracy(task, atol=atol, rtol=rtol)
+                self._degeneracy[key] = verdict
+        verdict = self._degeneracy[key]
+        if verdict is not None and not verdict.degenerate:
+            self._paired[task.source_hash] = len(verdict.differential_inputs)
+        return verdict
 
-    def _judge_degeneracy(self, task: Task, outputs: list[Any], *, atol: float, rtol: float) -> Degeneracy:
+    def degeneracy(self, task: Task, outputs: list[Any], *, atol: float, rtol: float) -> Degeneracy:
+        """The verdict the judge applies after a job: `degeneracy_before`'s (run now if it
+        was not asked before the job: the caller holds the gate's shared section and this
+        evaluation's memory), else (the check could not run) `minimal_check` on `outputs`,
+        the reference's outputs on the job's main trials (kept for later evaluations)."""
+        key = (task.source_hash, repr(atol), repr(rtol))
+        if key not in self._degeneracy:
+            self._degeneracy[key] = self._judge_degeneracy(task, atol=atol, rtol=rtol)
+        verdict = self._degeneracy[key]
+        if verdict is not None:
+            return verdict
+        if key not in self._fallback:
+            self._fallback[key] = minimal_check(outputs)
+        return self._fallback[key]
+
+    def _known_degeneracy(self, task: Task, *, atol: float, rtol: float) -> Degeneracy | None:
         cfg = self.config
-        try:  # the caller holds the gate's shared section
+        try:
+            return known_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
+                                    cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
+                                    degenerate_ok=cfg.degenerate_ok)
+        except Exception:  # noqa: BLE001 - e.g. a bad DEGENERATE_OK: the full check says so
+            return None
+
+    def _judge_degeneracy(self, task: Task, *, atol: float, rtol: float) -> Degeneracy | None:
+        cfg = self.config
+        try:
             return judge_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
                                     cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
                                     degenerate_ok=cfg.degenerate_ok)
         except Exception:  # noqa: BLE001 - e.g. out of memory: the judge's own outputs decide
-            return minimal_check(outputs)
+            return None
 
 
 # per (task, tolerance): lanes of one process judge a task's degeneracy one at a time

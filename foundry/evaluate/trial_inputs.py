@@ -20,7 +20,8 @@ from typing import Any
 
 import torch
 
-from foundry.tasks.inputs import HEAVY_SCALE, InputSpec, make_inputs, seed_everything
+from foundry.evaluate.job import TrialSpec
+from foundry.tasks.inputs import HEAVY_SCALE, InputSpec, make_inputs, seed_everything, seeded, with_redraw
 
 
 def _heavy_on_device(x: torch.Tensor, seed: int) -> torch.Tensor:
@@ -44,14 +45,24 @@ def make_trial_inputs(module: Any, spec: InputSpec, device: str) -> list:
 def generate_on(module: Any, spec: InputSpec, target: torch.device) -> list:
     """`get_inputs()` under `spec`'s seed with `target` as the default device, then the
     heavy-tailed factor from a generator on `target` (the device path of
-    `make_trial_inputs`; any device works, which is how it is tested without a GPU)."""
-    seed_everything(spec.seed)
-    try:
-        with target:
+    `make_trial_inputs`; any device works, which is how it is tested without a GPU).
+    A spec's redraw is applied the same way as on the CPU (`with_redraw`)."""
+    return with_redraw(spec, lambda s: _generate_on(module, s, target))
+
+
+def trial_input_spec(trial: TrialSpec) -> InputSpec:
+    """The inputs of a job's trial, as the worker and the judge's reference both build them."""
+    return InputSpec(trial.seed, trial.distribution, trial.redraw, trial.redraw_seed)
+
+
+def _generate_on(module: Any, spec: InputSpec, target: torch.device) -> list:
+    with seeded(spec.seed):
+        try:
+            with target:
+                inputs = list(module.get_inputs())
+        except (RuntimeError, TypeError):  # e.g. a CPU generator passed to a factory: build on the CPU
+            seed_everything(spec.seed)
             inputs = list(module.get_inputs())
-    except (RuntimeError, TypeError):  # e.g. a CPU generator passed to a factory: build on the CPU
-        seed_everything(spec.seed)
-        inputs = list(module.get_inputs())
     inputs = [x.to(target) if isinstance(x, torch.Tensor) else x for x in inputs]
     if spec.distribution == "heavy":
         inputs = [_heavy_on_device(x, spec.seed + i) if isinstance(x, torch.Tensor) and x.is_floating_point()

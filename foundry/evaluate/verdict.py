@@ -9,6 +9,7 @@ from typing import Any
 
 from foundry.evaluate import protocol
 from foundry.evaluate.compare import Comparison, compare, equal_outputs
+from foundry.evaluate.input_use import MAX_DEVIATION, change_check
 from foundry.types import Stage
 
 BUSY_FRACTION = 0.25  # of the idle window; more CPU than this means work left running
@@ -124,6 +125,27 @@ def check_consistency(f: Findings, references: dict, repeat: Any, main_trials: l
                 f.flag("constant_output", f"trials {a} and {b} have different inputs and reference "
                                           f"outputs but identical candidate outputs")
                 return
+
+
+def check_input_use(f: Findings, references: dict, trial_plan: tuple, pairs: list) -> None:
+    """The differential check of the inputs a task depends on only within the tolerance
+    (input_use.py): for each (paired trial, the trial it shares every other input with)
+    in `pairs`, the candidate's change between the two must follow the reference's."""
+    outs = f.candidate_outputs
+    failed = []
+    for p, b in pairs:
+        if p not in outs or b not in outs:
+            continue
+        c = change_check(references[b], references[p], outs[b], outs[p])
+        if c is None or c.ok:
+            continue
+        i = trial_plan[p].redraw
+        failed.append(f"input {i} redrawn (trial {p} against trial {b}) moved the reference's output by "
+                      f"{c.ref_change:.3g} and the candidate's by {c.cand_change:.3g} (RMS); the candidate's "
+                      f"change misses the reference's by {c.error:.3g}, more than {MAX_DEVIATION:g}x the "
+                      f"reference's change: the candidate does not use input {i} as the task does")
+    if failed:
+        f.flag("input_ignored", "; ".join(failed))
 
 
 def check_probes(f: Findings, probes: list) -> None:

@@ -3,10 +3,11 @@
 A task is degenerate when a kernel could pass the judge without computing the function:
 when an answer that does not depend on the inputs would pass the same comparison
 (`foundry.evaluate.compare.compare`, with the task's tolerance) that the judge applies on
-fresh inputs, or when one input can be swapped without changing any output beyond the
-tolerance. `check_task` runs the reference on `trials` (>= 3) seeded input sets built by
-the judge's own generator (`make_trial_inputs`, the trial plan's standard and
-heavy-tailed distributions) on the given device and asks:
+fresh inputs, or when one input can be swapped while the output moves by less than a
+tenth of the tolerance (an input that moves it within the tolerance, but measurably, is
+checked by the judge instead: see (d)). `check_task` runs the reference on `trials`
+(>= 3) seeded input sets built by the judge's own generator (`make_trial_inputs`, the
+trial plan's standard and heavy-tailed distributions) on the given device and asks:
 
 (a) other inputs: does some set's output pass against every other set's output (the
     judge's trials include heavy-tailed inputs, so an answer must pass those too)?
@@ -15,17 +16,27 @@ heavy-tailed distributions) on the given device and asks:
     pass against every set?
 (d) ignored input: for each tensor input i, does the output on set 0 with input i taken
     from another standard set, and with it taken from the heavy-tailed set, pass against
-    the output on set 0 both times? (An input that is the same in every set, e.g. a
-    fixed index tensor, is not tested.)
+    the output on set 0 both times? If so, and the larger of the two changes (its swap
+    excess: error / tolerance, as below) is under DIFFERENTIAL_FLOOR (0.1), input i is
+    ignored and the task is degenerate. If the swap excess is at least the floor (the
+    output does depend on input i, only within the tolerance, as a loss averaged over
+    many rows depends on its integer targets), the task is not flagged for it: input i
+    is listed in `differential_inputs` (the reasons in `differential_reason`), and the
+    judge checks differentially that a candidate uses it (an extra trial with only input
+    i redrawn, see foundry/evaluate/README.md, guard `input_ignored`). Under the floor an
+    honest kernel's float noise could swamp that check. (An input that is the same in
+    every set, e.g. a fixed index tensor, is not tested.)
 (e) the output is empty, is NaN/Inf on the task's own (standard) inputs, or the
     reference raises.
 
 `details` holds the figures: for each input-independent answer its largest error as a
 multiple of what the comparison allows (<= 1 passes; the element-wise rule of
 `compare`: |answer - output| <= atol * scale + rtol * |output|, scale the output's RMS,
-at least 1), the best of them, and the same figure for each input swap. A 4096-wide
-matmul of uniform inputs varies by about 1.5% of its magnitude, far beyond the float32
-tolerance: its best input-independent answer misses by tens of times the tolerance.
+at least 1), the best of them, the same figure for each input swap (`swaps`: the larger
+of its two swaps), and the differential inputs with the floor (`differential_inputs`,
+`differential_floor`). A 4096-wide matmul of uniform inputs varies by about 1.5% of its
+magnitude, far beyond the float32 tolerance: its best input-independent answer misses by
+tens of times the tolerance.
 
 Everything runs on the check's device and is reduced to scalars there (outputs are never
 copied to the host). Peak memory: `trials` outputs plus one answer buffer, with one input
@@ -44,14 +55,17 @@ import torch
 
 from foundry.evaluate.compare import CHUNK_CPU, CHUNK_CUDA, compare, tolerance
 from foundry.evaluate.trial_inputs import make_trial_inputs
-from foundry.tasks.inputs import InputSpec, make_init_inputs, seed_everything, trial_plan
+from foundry.tasks.inputs import InputSpec, make_init_inputs, seeded, trial_plan
 from foundry.tasks.loader import build_module
 from foundry.types import Task
 
-CHECK_VERSION = 3  # part of cached verdicts' keys: bump it when the rules change
+CHECK_VERSION = 4  # part of cached verdicts' keys: bump it when the rules change
 MIN_TRIALS = 3  # two standard sets (for the swaps) and one heavy-tailed
 DEFAULT_SEED = 1234
 CLEAR_MISS = 2.0  # an answer off by more than this many tolerances certainly fails `compare`
+# an input whose swaps stay within the tolerance but move the output by at least this many
+# tolerances is checked differentially by the judge; one that moves it less is ignored
+DIFFERENTIAL_FLOOR = 0.1
 
 
 @dataclass(frozen=True)
@@ -62,6 +76,10 @@ class DegeneracyReport:
     degenerate: bool
     reason: str = ""  # empty when not degenerate; else every failed check, "; "-joined
     details: dict = field(default_factory=dict)
+    # tensor inputs that move the output only within the tolerance, by at least
+    # DIFFERENTIAL_FLOOR tolerances: the judge checks that a candidate uses them
+    differential_inputs: tuple[int, ...] = ()
+    differential_reason: str = ""  # why each of them is checked differentially, "; "-joined
 
 
 class DegeneracyCheckError(RuntimeError):
@@ -323,8 +341,8 @@ def _check(task: Task, trials: int, overrides: dict, seed: int, device: str,
 
     def build() -> torch.nn.Module:
         init = make_init_inputs(module, seed)
-        seed_everything(seed)
-        return module.Model(*init).eval().to(device)
+        with seeded(seed):
+            return module.Model(*init).eval().to(device)
 
     model = _reference(build)
     specs = trial_plan(trials, seed)
@@ -376,6 +394,8 @@ def _check(task: Task, trials: int, overrides: dict, seed: int, device: str,
     donors = [next(k for k in range(1, trials) if specs[k].distribution == d) for d in ("standard", "heavy")
               if any(specs[k].distribution == d for k in range(1, trials))]
     swaps: dict[str, float | str] = {}
+    differential: list[str] = []  # the reasons, per differential input
+    differential_inputs: list[int] = []
     for i in tensor_inputs:
         changes = []
         for donor in donors:
@@ -397,11 +417,22 @@ def _check(task: Task, trials: int, overrides: dict, seed: int, device: str,
             continue
         ex = max(e for _, e in changes)
         swaps[str(i)] = _figure(ex)
-        if all(ok for ok, _ in changes):
-            reasons.append(f"ignores input {i}: swapping it for a standard or a heavy-tailed draw changes no "
-                           f"output beyond the tolerance (largest change {ex:.3g}x the tolerance)")
-    details["swaps"] = swaps
-    return DegeneracyReport(task.task_id, bool(reasons), "; ".join(reasons), details)
+        if not all(ok for ok, _ in changes):
+            continue
+        if ex >= DIFFERENTIAL_FLOOR:
+            differential_inputs.append(i)
+            differential.append(f"input {i} moves the output only within the tolerance (largest change "
+                                f"{ex:.3g}x the tolerance, at least the floor of {DIFFERENTIAL_FLOOR:g}x) when "
+                                f"swapped for a standard or a heavy-tailed draw: the judge checks differentially "
+                                f"that a candidate uses it")
+        else:
+            reasons.append(f"ignores input {i}: swapping it for a standard or a heavy-tailed draw changes the "
+                           f"output by at most {ex:.3g}x the tolerance, under the floor of "
+                           f"{DIFFERENTIAL_FLOOR:g}x a differential check needs")
+    details.update(swaps=swaps, differential_inputs=differential_inputs, differential_floor=DIFFERENTIAL_FLOOR)
+    return DegeneracyReport(task.task_id, bool(reasons), "; ".join(reasons), details,
+                            differential_inputs=tuple(differential_inputs),
+                            differential_reason="; ".join(differential))
 
 
 def _input_independent_answers(outs: list, specs: tuple, passes: Callable, details: dict) -> list[str]:

@@ -75,3 +75,45 @@ def test_check_suite_runs_a_subset_and_writes_csv(tmp_path, capsys):
     assert [(r["task"], r["verdict"]) for r in rows] == [("2_constant", "degenerate")]
     assert "2 tasks" in capsys.readouterr().out
     assert _script().main(["--path", str(tmp_path / "tasks"), "--ids", "1"]) == 0  # nothing flagged
+
+
+LOSS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+TOLERANCES = {"atol": 5e-3, "rtol": 5e-3}
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return F.cross_entropy(predictions, targets)
+
+
+def get_inputs():
+    return [torch.rand(1024, 512), torch.randint(0, 512, (1024,))]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_check_suite_shows_the_inputs_the_judge_checks_differentially(tmp_path, capsys):
+    folder = tmp_path / "losses"
+    folder.mkdir()
+    (folder / "1_cross_entropy.py").write_text(LOSS)
+    (folder / "2_tanh.py").write_text(TASK.format(body="return torch.tanh(x)", extra=""))
+    out = tmp_path / "listed.md"
+    assert _script().main(["--path", str(folder), "--out", str(out)]) == 0  # not degenerate
+    printed = capsys.readouterr().out
+    row = next(line for line in printed.splitlines() if "| 1_cross_entropy |" in line)
+    assert "| ok |" in row and "| 1 (0." in row and "the judge checks differentially" in row
+    assert "1 with inputs the judge checks differentially" in printed
+    text = out.read_text()
+    assert "| 1_cross_entropy | ok |" in text and '"differential_inputs":[1]' in text
+    assert "2_tanh" not in text
+    csv_out = tmp_path / "listed.csv"
+    _script().main(["--path", str(folder), "--ids", "1", "--out", str(csv_out)])
+    rows = list(csv.DictReader(csv_out.open()))
+    assert [(r["task"], r["verdict"]) for r in rows] == [("1_cross_entropy", "ok")]
+    assert rows[0]["differential_inputs"].startswith("1 (")

@@ -142,3 +142,55 @@ def test_the_baseline_cache_keeps_its_behaviour(tmp_path):
     assert got == Baseline(eager_ms=1.5, compile_ms=None, compile_s=None, error="x")
     assert json.loads((tmp_path / "00ff00ff00ff00ff.json").read_text())["torch"]
     assert BaselineCache(str(tmp_path / "none")).get("00ff00ff00ff00ff") is None
+
+
+LOSS = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CALLS = {calls!r}
+TOLERANCES = {{"atol": 5e-3, "rtol": 5e-3}}
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        with open(CALLS, "a") as f:
+            f.write(".")
+        return F.cross_entropy(predictions, targets)
+
+
+def get_inputs():
+    return [torch.rand(1024, 512), torch.randint(0, 512, (1024,))]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def test_differential_inputs_are_part_of_the_cached_verdict(tmp_path):
+    calls = tmp_path / "loss.calls"
+    path = tmp_path / "loss.py"
+    path.write_text(LOSS.format(calls=str(calls)))
+    task, cache = load_task(path), tmp_path / "cache"
+    first = judge_degeneracy(task, device="cpu", atol=None, rtol=None, cache_dir=str(cache))
+    assert not first.degenerate and first.differential_inputs == (1,) and "input 1" in first.differential_reason
+    n = _runs(calls)
+    again = judge_degeneracy(task, device="cpu", atol=None, rtol=None, cache_dir=str(cache))
+    assert again.cached and _runs(calls) == n
+    assert (again.differential_inputs, again.differential_reason) == (first.differential_inputs,
+                                                                       first.differential_reason)
+    key = degeneracy_key(task, device="cpu", overrides=None, atol=None, rtol=None)
+    entry = cache / f"{key}.json"
+    record = json.loads(entry.read_text())
+    assert record["differential_inputs"] == [1]
+    # an entry written without the field (no differential inputs) still reads
+    del record["differential_inputs"], record["differential_reason"]
+    entry.write_text(json.dumps(record))
+    plain = judge_degeneracy(task, device="cpu", atol=None, rtol=None, cache_dir=str(cache))
+    assert plain.cached and plain.differential_inputs == () and _runs(calls) == n
+    # one that is not a list of input indices is not used: the check runs again
+    record["differential_inputs"] = ["1"]
+    entry.write_text(json.dumps(record))
+    redone = judge_degeneracy(task, device="cpu", atol=None, rtol=None, cache_dir=str(cache))
+    assert not redone.cached and redone.differential_inputs == (1,) and _runs(calls) > n

@@ -1,7 +1,9 @@
 """The degeneracy check, judged by the judge's own comparison: every suite task passes at
 small sizes; a matmul whose outputs vary slightly but far beyond the tolerance is not
 flagged; references whose output is one repeated value, near-constant, the mean output,
-independent of an input, empty or not finite are flagged with the right reason."""
+independent of an input, empty or not finite are flagged with the right reason; an input
+that moves the output within the tolerance but above the floor (a mean loss's targets) is
+reported for the judge's differential check instead."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import pytest
 import torch
 
 from foundry.evaluate.compare import compare
-from foundry.tasks.degeneracy import (DegeneracyCheckError, DegeneracyReport, check_task,
+from foundry.tasks.degeneracy import (DIFFERENTIAL_FLOOR, DegeneracyCheckError, DegeneracyReport, check_task,
                                       tolerance_excess)
 from foundry.tasks.loader import load_task
 from foundry.tasks.suite import load_suite
@@ -195,3 +197,65 @@ def test_outputs_alike_on_standard_inputs_but_not_on_heavy_ones_are_not_flagged(
                              "[torch.randn(N, N), torch.randn(N, N)]"))
     assert not faint.degenerate, faint.reason
     assert faint.details["swaps"]["1"] > 1
+
+
+CROSS_ENTROPY = '''import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+rows = 1024
+classes = 512
+TOLERANCES = {{"atol": 5e-3, "rtol": 5e-3}}
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return {body}
+
+
+def get_inputs():
+    return [torch.rand(rows, classes), torch.randint(0, classes, (rows,))]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _loss_task(tmp_path: Path, name: str, body: str):
+    path = tmp_path / f"{name}.py"
+    path.write_text(CROSS_ENTROPY.format(body=body))
+    return load_task(path)
+
+
+def test_a_mean_loss_whose_targets_move_it_within_the_tolerance_is_checked_differentially(tmp_path):
+    # as KernelBench's 95_CrossEntropyLoss at its published size (0.5x the tolerance there):
+    # redrawing the targets moves the loss by a fraction of the tolerance, the logits by far more
+    report = check_task(_loss_task(tmp_path, "ce", "F.cross_entropy(predictions, targets)"))
+    assert not report.degenerate and report.reason == "", report.reason
+    assert report.differential_inputs == (1,)
+    swaps = report.details["swaps"]
+    assert DIFFERENTIAL_FLOOR == 0.1 and DIFFERENTIAL_FLOOR <= swaps["1"] <= 1 and swaps["0"] > 100
+    assert report.details["differential_inputs"] == [1] and report.details["differential_floor"] == 0.1
+    assert report.differential_reason.startswith("input 1 moves the output only within the tolerance")
+    assert "the judge checks differentially" in report.differential_reason
+
+
+@pytest.mark.parametrize("body", [
+    "F.cross_entropy(predictions, torch.zeros_like(targets))",  # the targets are never read
+    "F.cross_entropy(predictions, torch.zeros_like(targets)) + 1e-9 * targets.float().mean()",  # all but
+])
+def test_targets_that_move_the_loss_less_than_the_floor_are_ignored(tmp_path, body):
+    report = check_task(_loss_task(tmp_path, "ignored", body))
+    assert report.degenerate and report.differential_inputs == ()
+    assert "ignores input 1" in report.reason and "under the floor of 0.1x" in report.reason, report.reason
+    assert report.details["swaps"]["1"] < DIFFERENTIAL_FLOOR
+
+
+def test_an_ignored_input_is_not_differential(tmp_path):
+    ignored = check_task(_task(tmp_path, "ignores_y", "return torch.relu(x)", "x, y",
+                               "[torch.randn(N, N), torch.randn(N, N)]"))
+    assert ignored.degenerate and ignored.differential_inputs == () and ignored.differential_reason == ""
+    faint = check_task(_task(tmp_path, "faint", "return x + 1e-5 * y", "x, y",
+                             "[torch.randn(N, N), torch.randn(N, N)]"))
+    assert not faint.degenerate and faint.differential_inputs == ()  # beyond the tolerance on heavy inputs
