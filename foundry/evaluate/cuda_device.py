@@ -329,5 +329,8 @@ class CudaDevice:
         chk = check_own_kernels(runs, expected=kernel_names_in_source(source, backend))
         report = {"own_kernels": sum(r.count for r in runs if r.name in chk.own),
                   "own_time_fraction": round(chk.own_time_fraction, 4),
-                  "kernels": [r.name[:120] for r in runs][:12], "kernel_note": chk.note}
+                  "kernels": [r.name[:120] for r in runs][:12], "kernel_note": chk.note,
+                  # the slowest first: [name, device microseconds, launches]
+                  "kernel_times_us": [[r.name[:120], round(r.time_us, 2), r.count]
+                                      for r in sorted(runs, key=lambda r: -r.time_us)][:12]}
         return box[0], report

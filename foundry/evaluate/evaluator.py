@@ -508,6 +508,9 @@ class Evaluator:
             metrics["transfer_note"] = self.transfer_note
         if job.paired_trials:  # the differential check of inputs the output depends on within the tolerance
             metrics["differential_inputs"] = [job.trials[p].redraw for p in job.paired_trials]
+        kernels = kernel_profile(out)
+        if kernels:
+            metrics["kernels"] = kernels
         metrics["worker_start_parts_s"] = worker_start_parts(out)
         repeat = out.of_kind("repeat")
         parts = repeat[0].header.get("trial_parts") if repeat else None
@@ -616,6 +619,17 @@ def compiler_caches(*, trusted: bool) -> dict[str, str]:
         return {"TRITON_CACHE_DIR": str(cache_dir("triton"))}
     return {"TRITON_CACHE_DIR": str(cache_dir("baseline-triton")),
             "TORCHINDUCTOR_CACHE_DIR": str(cache_dir("baseline-inductor"))}
+
+
+def kernel_profile(out: JobOutcome) -> dict | None:
+    """The device profiler's view of the one trial it watched (CUDA): how many of the
+    candidate's own kernels ran, their share of device time, and each kernel's device time
+    and launches, slowest first; None where no trial was profiled (the CPU)."""
+    for m in out.of_kind("trial"):
+        profiled = m.header.get("profiled")
+        if isinstance(profiled, dict):
+            return {k: profiled[k] for k in ("own_kernels", "own_time_fraction", "kernel_times_us") if k in profiled}
+    return None
 
 
 def _compile_seconds(out: JobOutcome) -> float:

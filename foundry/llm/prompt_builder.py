@@ -94,8 +94,9 @@ def _tuning_lines(tuning: Any) -> str:
 def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
     """(what the hardware said about the parent's kernels, its tuning records). Only the
     kernel's own figures go into a prompt: its position against the roofline floor (the
-    diagnosis first) and profiler counters (foundry.hardware.NCU_METRICS, `ncu_*`), not
-    the judge's bookkeeping (phases, lanes, transfers, memory caps)."""
+    diagnosis first), the kernels the device profiler saw run, and profiler counters
+    (foundry.hardware.NCU_METRICS, `ncu_*`), not the judge's bookkeeping (phases, lanes,
+    transfers, memory caps)."""
     profile, counters, tuning = {}, {}, None
     for k, v in metrics.items():
         key = str(k)
@@ -107,7 +108,20 @@ def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
             profile.update({f"roofline_{f}": v[f] for f in ROOFLINE_FIGURES if f in v})
         elif key in NCU_METRICS or key.startswith("ncu_"):
             counters[key] = v
+        elif key == "kernels" and isinstance(v, Mapping):
+            profile.update(_kernel_lines(v))
     return {**profile, **counters}, tuning
+
+
+def _kernel_lines(kernels: Mapping) -> dict:
+    """The device profiler's kernels of one forward (metrics["kernels"]), slowest first."""
+    times = [t for t in kernels.get("kernel_times_us") or () if isinstance(t, (list, tuple)) and len(t) == 3]
+    out = {"kernels_launched": f"{sum(int(t[2]) for t in times)} launches of {len(times)} kernels"}
+    if isinstance(kernels.get("own_time_fraction"), (int, float)):
+        out["kernels_own_time"] = f"{100 * float(kernels['own_time_fraction']):.0f}% of device time in the candidate's own kernels"
+    for i, (name, us, count) in enumerate(times[:6], 1):
+        out[f"kernel_{i}"] = f"{name}: {float(us):.1f} us over {int(count)} launch(es)"
+    return out
 
 
 def _task_block(request: ProposalRequest) -> str:

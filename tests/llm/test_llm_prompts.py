@@ -27,6 +27,8 @@ def _request(task, mode, backend="c", **kw):
         descriptor=(1, 0, 2),
         metrics={"dram_throughput_pct": 61.5, "achieved_occupancy_pct": 42.0,
                  "phases": {"trials": 0.6}, "lane": {"index": 1}, "worker_wall_s": 2.5,
+                 "kernels": {"own_kernels": 3, "own_time_fraction": 0.97,
+                             "kernel_times_us": [["relu_kernel", 21.5, 2], ["add_kernel", 3.25, 1]]},
                  "roofline": {"floor_ms": 0.012, "fraction": 0.3871, "bound": "memory", "achieved_gb_per_s": 1645.2,
                               "peak_gb_per_s": 4250.0, "achieved_tflops": 0.0, "peak_tflops": 51.0,
                               "diagnosis": "memory-bound: 39% of the floor (moves 0.051 GB at 1645 GB/s of 4250; "
@@ -84,6 +86,8 @@ def test_optimize_prompt_carries_parent_results_profile_and_tuning(relu_task):
     assert "diagnosis: memory-bound: 39% of the floor (moves 0.051 GB at 1645 GB/s of 4250" in text
     assert "roofline_fraction: 0.3871" in text and "roofline_peak_gb_per_s: 4250" in text
     assert text.index("diagnosis: memory-bound") < text.index("dram_throughput_pct")  # the diagnosis first
+    assert "kernels_launched: 3 launches of 2 kernels" in text and "kernel_1: relu_kernel: 21.5 us over 2 launch(es)" in text
+    assert "kernels_own_time: 97% of device time in the candidate's own kernels" in text
     # the judge's bookkeeping stays out of the prompt
     assert "phases" not in text and "worker_wall_s" not in text and "lane" not in text.lower().replace("plane", "")
     assert '{"ms": 0.04, "params": {"BLOCK": 128}}' in text
