@@ -61,6 +61,8 @@ class DeviceGate:
         self._writers_waiting = 0
         self._shared = 0
         self._reserved = 0
+        self._reservations: set[int] = set()  # tickets of the reservations held now
+        self._next_reservation = 0
         self._workers: dict[int, _Worker] = {}  # pid (= its process group) -> state
         self._local = threading.local()  # this thread's depth of shared sections
         self.stats = GateStats()
@@ -207,12 +209,30 @@ class DeviceGate:
                 self._cond.wait()
             self.stats.memory_waits_s += time.monotonic() - t0
             self._reserved += n
+            self._next_reservation += 1
+            ticket = self._next_reservation
+            self._reservations.add(ticket)
         try:
             yield
         finally:
             with self._cond:
                 self._reserved -= n
+                self._reservations.discard(ticket)
                 self._cond.notify_all()
+
+    def wait_for_reservations(self, *, timeout_s: float) -> bool:
+        """Wait until every device-memory reservation held now has ended (new ones may begin
+        meanwhile: nobody else waits for this). For a retry after the device ran out of
+        memory; call it holding none. False when `timeout_s` passed first."""
+        deadline = time.monotonic() + max(0.0, timeout_s)
+        with self._cond:
+            held = set(self._reservations)
+            while held & self._reservations:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
 
     def snapshot(self) -> dict:
         with self._cond:

@@ -46,6 +46,7 @@ from foundry.kernels import cache_dir
 from foundry.tasks.inputs import trial_plan
 from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task
 
+OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
 _ALLOC_FAILED = re.compile(r"can't allocate memory|MemoryError|Cannot allocate memory|std::bad_alloc")
 BASELINE_SEED = 20240601
 
@@ -96,15 +97,29 @@ class Evaluator:
         """Judge `candidate` on `task`. Never raises for a bad candidate."""
         t0 = time.monotonic()
         phases = PhaseTimes()
+        retried = ""
         try:
-            result = self._evaluate(task, candidate, t0, phases)
+            try:
+                result = self._evaluate(task, candidate, t0, phases)
+            except Exception as e:  # noqa: BLE001 - only the judge's own out-of-memory is retried
+                if not judge_out_of_memory(e):
+                    raise
+                # the judge ran out of device memory beside other lanes' evaluations (the
+                # estimate does not count everything): not the candidate's fault. Once the
+                # reservations held now have ended, judge it again from the start.
+                with phases.measure("device_memory_wait"):
+                    self._release_device_memory()
+                    self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
+                retried = f"{type(e).__name__}: {e}"[:300]
+                result = self._evaluate(task, candidate, time.monotonic(), phases)
         except Exception as e:  # noqa: BLE001 - a judge failure still yields a (failed) result
             result = self._result(task, candidate, t0, Stage.RUNTIME, flags=("evaluator_error",),
                                   error=f"evaluator error: {type(e).__name__}: {e}")
         with phases.measure("release"):
             self._release_device_memory()
+        extra = {"judge_out_of_memory_retried": retried} if retried else {}
         return dataclasses.replace(result, eval_s=time.monotonic() - t0,
-                                   metrics={**result.metrics, "phases": phases.as_dict()})
+                                   metrics={**result.metrics, **extra, "phases": phases.as_dict()})
 
     def screen(self, *, task: Task, candidate: Candidate, points: Sequence[dict]) -> tuple[ScreenedPoint, ...]:
         """Build, check once and time every setting in `points` of `candidate`'s TUNABLE
@@ -619,6 +634,14 @@ def compiler_caches(*, trusted: bool) -> dict[str, str]:
         return {"TRITON_CACHE_DIR": str(cache_dir("triton"))}
     return {"TRITON_CACHE_DIR": str(cache_dir("baseline-triton")),
             "TORCHINDUCTOR_CACHE_DIR": str(cache_dir("baseline-inductor"))}
+
+
+def judge_out_of_memory(error: BaseException) -> bool:
+    """Whether `error`, raised in the judge's own process, is the device running out of
+    memory (torch's OutOfMemoryError, or the CUDA error text)."""
+    import torch
+    oom = getattr(torch, "OutOfMemoryError", None)
+    return (oom is not None and isinstance(error, oom)) or "CUDA out of memory" in str(error)
 
 
 def kernel_profile(out: JobOutcome) -> dict | None:

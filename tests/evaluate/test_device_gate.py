@@ -279,3 +279,32 @@ def test_two_lanes_on_one_gate_overlap_but_never_time_at_once(tmp_path):
     for (_, _, end), (_, start, _) in zip(sections, sections[1:]):
         assert start >= end, "two timed sections overlapped"
     assert gate.snapshot()["reserved_bytes"] == 0
+
+
+def test_a_retry_waits_for_the_reservations_held_when_it_asked_and_no_later_ones():
+    gate = DeviceGate(capacity_bytes=100)
+    release_old, old_held = threading.Event(), threading.Event()
+    release_new, new_held = threading.Event(), threading.Event()
+
+    def hold(held, release):
+        with gate.memory(30):
+            held.set()
+            release.wait(10)
+
+    old = threading.Thread(target=hold, args=(old_held, release_old), daemon=True)
+    old.start()
+    assert old_held.wait(5)
+    assert gate.wait_for_reservations(timeout_s=0.2) is False  # the old one is still held
+    done = []
+    waiter = threading.Thread(target=lambda: done.append(gate.wait_for_reservations(timeout_s=10)), daemon=True)
+    waiter.start()
+    time.sleep(0.1)
+    new = threading.Thread(target=hold, args=(new_held, release_new), daemon=True)  # begins after the ask
+    new.start()
+    assert new_held.wait(5) and not done
+    release_old.set()
+    waiter.join(5)
+    assert done == [True]  # the new reservation, still held, does not keep it waiting
+    release_new.set()
+    new.join(5)
+    old.join(5)

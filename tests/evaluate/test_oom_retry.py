@@ -1,0 +1,67 @@
+"""The judge running out of device memory beside other lanes is not the candidate's fault:
+the evaluation is judged again once; any other judge error is not retried."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from foundry.evaluate import EvalConfig, Evaluator
+from foundry.evaluate.evaluator import judge_out_of_memory
+from foundry.tasks.loader import load_task
+from foundry.types import Candidate, EvalResult, Stage
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def relu_task():
+    return load_task(str(ROOT / "benchmarks" / "smoke" / "relu.py"), profile="small")
+
+
+def _judge(monkeypatch, errors):
+    ev = Evaluator(config=EvalConfig.from_config({"device": "cpu"}))
+    calls = []
+
+    def fake_evaluate(task, cand, t0, phases):
+        calls.append(cand.candidate_id)
+        if errors:
+            raise errors.pop(0)
+        return EvalResult(candidate_id=cand.candidate_id, task_id=task.task_id, stage=int(Stage.CORRECT),
+                          correct=True, runtime_ms=1.0)
+    monkeypatch.setattr(ev, "_evaluate", fake_evaluate)
+    return ev, calls
+
+
+def test_the_judges_out_of_memory_is_judged_again_once(monkeypatch, relu_task):
+    cand = Candidate.make(task_id=relu_task.task_id, source="# k", backend="c")
+    ev, calls = _judge(monkeypatch, [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")])
+    try:
+        result = ev.evaluate(task=relu_task, candidate=cand)
+    finally:
+        ev.close()
+    assert result.correct and len(calls) == 2
+    assert "CUDA out of memory" in result.metrics["judge_out_of_memory_retried"]
+    assert "device_memory_wait" in result.metrics["phases"]
+
+
+def test_a_second_out_of_memory_or_another_error_fails_as_before(monkeypatch, relu_task):
+    cand = Candidate.make(task_id=relu_task.task_id, source="# k", backend="c")
+    ev, calls = _judge(monkeypatch, [torch.OutOfMemoryError("CUDA out of memory"), torch.OutOfMemoryError("CUDA out of memory")])
+    try:
+        twice = ev.evaluate(task=relu_task, candidate=cand)
+        other_ev, other_calls = _judge(monkeypatch, [ValueError("a bug in the judge")])
+        other = other_ev.evaluate(task=relu_task, candidate=cand)
+        other_ev.close()
+    finally:
+        ev.close()
+    assert not twice.correct and "evaluator_error" in twice.flags and len(calls) == 2
+    assert not other.correct and "evaluator_error" in other.flags and len(other_calls) == 1
+    assert "judge_out_of_memory_retried" not in other.metrics
+
+
+def test_what_counts_as_the_judge_running_out_of_device_memory():
+    assert judge_out_of_memory(torch.OutOfMemoryError("x"))
+    assert judge_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert not judge_out_of_memory(MemoryError("host"))
+    assert not judge_out_of_memory(ValueError("CUDA error: an illegal memory access"))
