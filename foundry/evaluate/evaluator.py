@@ -383,7 +383,6 @@ class Evaluator:
                  spread: float | None, metrics: dict):
         """A suspiciously large speedup: judge again in a fresh worker on new inputs, with
         the device to itself for the whole job, and keep the slower time."""
-        cfg = self.config
         metrics["speedup_rechecked"] = True
         ref_ops = self._task_setup(task)
         job = self._candidate_job(task, cand, backend, base=secrets.randbits(48),

@@ -176,21 +176,20 @@ class TaskSetup:
             self._fallback[key] = minimal_check(outputs)
         return self._fallback[key]
 
-    def _known_degeneracy(self, task: Task, *, atol: float, rtol: float) -> Degeneracy | None:
+    def _degeneracy_options(self) -> dict:
         cfg = self.config
+        return {"device": cfg.device, "cache_dir": os.path.join(cfg.baseline_cache_dir, "degeneracy"),
+                "degenerate_ok": cfg.degenerate_ok}
+
+    def _known_degeneracy(self, task: Task, *, atol: float, rtol: float) -> Degeneracy | None:
         try:
-            return known_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
-                                    cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
-                                    degenerate_ok=cfg.degenerate_ok)
+            return known_degeneracy(task, atol=atol, rtol=rtol, **self._degeneracy_options())
         except Exception:  # noqa: BLE001 - e.g. a bad DEGENERATE_OK: the full check says so
             return None
 
     def _judge_degeneracy(self, task: Task, *, atol: float, rtol: float) -> Degeneracy | None:
-        cfg = self.config
         try:
-            return judge_degeneracy(task, device=cfg.device, atol=atol, rtol=rtol,
-                                    cache_dir=os.path.join(cfg.baseline_cache_dir, "degeneracy"),
-                                    degenerate_ok=cfg.degenerate_ok)
+            return judge_degeneracy(task, atol=atol, rtol=rtol, **self._degeneracy_options())
         except Exception:  # noqa: BLE001 - e.g. out of memory: the judge's own outputs decide
             return None
 
