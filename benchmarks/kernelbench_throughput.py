@@ -69,6 +69,11 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
         for k, v in (r.result.metrics or {}).get("phases", {}).items():
             if isinstance(v, (int, float)):
                 phases[k] = phases.get(k, 0.0) + float(v)
+    tuning: dict[str, float] = {}  # the tuned results' screens and finalists, by part
+    for r in records:
+        for k, v in ((r.result.metrics or {}).get("tuning_parts_s") or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                tuning[k] = tuning.get(k, 0.0) + float(v)
     gate = {"waited": 0.0, "stopped": 0.0}  # lanes: the recorded evaluations' waits for the device
     for r in records:
         for k, v in ((r.result.metrics or {}).get("device_gate_s") or {}).items():
@@ -103,6 +108,7 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
             "stop_s": (meta.get("sessions") or [{}])[-1].get("stop_s"),
             "judged_per_min": (meta.get("sessions") or [{}])[-1].get("judged_per_min"),
             "phases_s": {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])},
+            "tuning_parts_s": {k: round(v, 2) for k, v in sorted(tuning.items())},
             "device_gate_s": {k: round(v, 2) for k, v in gate.items()},
             "lanes": utilization,
             "tasks": per_task}

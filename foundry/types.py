@@ -200,6 +200,10 @@ class ScreenedPoint:
     ok: bool
     runtime_ms: float | None = None
     error: str = ""
+    # where the point's time went in the screen job, on the judge's clock: "build_trial_s"
+    # (its module loaded, kernels compiled, run once and its output sent), "device_wait_s"
+    # (waiting for the device to itself), "timing_s" (the timed window)
+    seconds: dict = field(default_factory=dict)
 
 
 MODES = ("translate", "optimize", "repair")

@@ -36,6 +36,9 @@ class ScreenCollector:
         self.runtime_ms: dict[int, float] = {}
         self._timing_start: dict[int, float] = {}
         self._timing_end: dict[int, float] = {}
+        self._last_at: float | None = None  # the previous message's arrival
+        self._trial_at: float | None = None  # the last point's output arrival
+        self.seconds: dict[int, dict[str, float]] = {}
 
     def _point(self, header: dict) -> int | None:
         k = header.get("point")
@@ -48,17 +51,25 @@ class ScreenCollector:
     def on_message(self, msg: Any) -> None:
         kind = msg.header.get("kind")
         k = self._point(msg.header)
+        previous, self._last_at = self._last_at, msg.at
         if k is None:
             return
+        if kind in ("screen_error", "screen_trial") and k not in self.seconds and previous is not None:
+            self.seconds[k] = {"build_trial_s": round(max(0.0, msg.at - previous), 4)}
         if kind == "screen_error":
             self.errors.setdefault(k, str(msg.header.get("error", ""))[-1500:])
         elif kind == "screen_trial":
+            self._trial_at = msg.at
             self._check_output(k, msg)
         elif kind == "timing_start":
             self._timing_start[k] = msg.at
+            if self._trial_at is not None:
+                self.seconds.setdefault(k, {})["device_wait_s"] = round(max(0.0, msg.at - self._trial_at), 4)
         elif kind == "timing_end":
             self._timing_end[k] = msg.at
         elif kind == "screen_timing":
+            if k in self._timing_start:
+                self.seconds.setdefault(k, {})["timing_s"] = round(max(0.0, msg.at - self._timing_start[k]), 4)
             v = analyze(msg.header, started_at=self._timing_start.get(k),
                         ended_at=self._timing_end.get(k, msg.at))
             if v.flags:
@@ -90,11 +101,12 @@ class ScreenCollector:
     def results(self, *, job_error: str = "") -> tuple:
         out = []
         for k, params in enumerate(self.points):
+            seconds = dict(self.seconds.get(k, {}))
             if k in self.errors:
-                out.append(ScreenedPoint(dict(params), False, None, self.errors[k]))
+                out.append(ScreenedPoint(dict(params), False, None, self.errors[k], seconds=seconds))
             elif k in self.checked and k in self.runtime_ms:
-                out.append(ScreenedPoint(dict(params), True, self.runtime_ms[k]))
+                out.append(ScreenedPoint(dict(params), True, self.runtime_ms[k], seconds=seconds))
             else:
                 out.append(ScreenedPoint(dict(params), False, None,
-                                         job_error or "the screen ended before this point was timed"))
+                                         job_error or "the screen ended before this point was timed", seconds=seconds))
         return tuple(out)

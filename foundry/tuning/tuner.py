@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -131,7 +132,9 @@ class Tuner:
 
     def _screened(self, key: str, tunable: dict, candidate: Candidate, settings: list, measure: Measure,
                   screen: Screen) -> TuneResult:
+        started = time.monotonic()
         screened = list(screen(candidate, settings))
+        parts = screen_parts(screened, wall_s=time.monotonic() - started)
         records = [TuningRecord(params=dict(p.params), correct=p.ok, runtime_ms=p.runtime_ms, speedup_eager=None,
                                 stage=int(Stage.CORRECT) if p.ok else int(Stage.RUNTIME), error=p.error[:300])
                    for p in screened]
@@ -140,26 +143,42 @@ class Tuner:
         for point in ranked[:FINALISTS]:
             cand = _with_params(candidate, point.params)
             last = measure(cand)
+            parts["finalists"] += 1
+            parts["finalists_s"] = round(parts["finalists_s"] + float(last.eval_s or 0.0), 4)
             if last.correct:
                 self.cache.put(key, {"params": cand.params, "runtime_ms": last.runtime_ms,
                                      "records": [r.to_dict() for r in records], "space_size": size(tunable)})
-                return TuneResult(cand, _annotate(last, records, "screened"), tuple(records))
+                return TuneResult(cand, _annotate(last, records, "screened", parts), tuple(records))
         if last is None:  # nothing passed the screen: the default setting's full verdict
             last = measure(candidate)
             if last.correct:
-                return TuneResult(candidate, _annotate(last, records, "screened: only the default passed"),
+                return TuneResult(candidate, _annotate(last, records, "screened: only the default passed", parts),
                                   tuple(records))
-        return TuneResult(candidate, _annotate(last, records, "no correct setting"), tuple(records))
+        return TuneResult(candidate, _annotate(last, records, "no correct setting", parts), tuple(records))
 
 
 def _valid_start(params: dict, tunable: dict) -> dict:
     return {k: v for k, v in (params or {}).items() if k in tunable and v in tunable[k]}
 
 
-def _annotate(res: EvalResult, records: list, status: str) -> EvalResult:
+def screen_parts(screened: Sequence[ScreenedPoint], *, wall_s: float) -> dict:
+    """Where a screen's time went: its wall seconds, the points' own seconds summed by
+    part (ScreenedPoint.seconds), and the finalists' full evaluations (filled in later)."""
+    parts: dict = {"screen_s": round(wall_s, 4), "screen_points": len(screened), "finalists": 0,
+                   "finalists_s": 0.0}
+    for point in screened:
+        for name, s in (point.seconds or {}).items():
+            if isinstance(s, (int, float)) and not isinstance(s, bool):
+                parts["screen_" + name] = round(parts.get("screen_" + name, 0.0) + float(s), 4)
+    return parts
+
+
+def _annotate(res: EvalResult, records: list, status: str, parts: dict | None = None) -> EvalResult:
     metrics = dict(res.metrics or {})
     metrics["tuning"] = json.loads(json.dumps([r.to_dict() for r in records]))
     metrics["tuning_status"] = status
+    if parts:
+        metrics["tuning_parts_s"] = dict(parts)
     return dataclasses.replace(res, metrics=metrics)
 
 

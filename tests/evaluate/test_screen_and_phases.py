@@ -98,6 +98,10 @@ def test_screening_builds_checks_and_times_every_point_in_one_job(ev, relu):
     assert not wrong.ok and "max abs error" in wrong.error, wrong
     assert slow.ok and slow.runtime_ms > 3 * right.runtime_ms, (slow, right)
     assert not broken.ok and "TypeError" in broken.error, broken
+    for timed in (right, slow):  # each point's own seconds, on the judge's clock
+        assert set(timed.seconds) == {"build_trial_s", "device_wait_s", "timing_s"}, timed.seconds
+        assert all(s >= 0 for s in timed.seconds.values())
+    assert slow.seconds["timing_s"] > 0 and set(broken.seconds) == {"build_trial_s"}
 
 
 def test_a_screened_tuning_costs_one_screen_and_one_full_evaluation(ev, relu):
@@ -121,6 +125,10 @@ def test_a_screened_tuning_costs_one_screen_and_one_full_evaluation(ev, relu):
     assert tuned.result.correct and tuned.candidate.params == {"MODE": 0}
     assert tuned.result.metrics["tuning_status"] == "screened"
     assert sum(r.correct for r in tuned.records) == 2
+    parts = tuned.result.metrics["tuning_parts_s"]
+    assert parts["screen_points"] == 3 and parts["finalists"] == 1
+    assert parts["finalists_s"] == pytest.approx(tuned.result.eval_s, abs=1e-3)
+    assert 0 < parts["screen_build_trial_s"] + parts["screen_timing_s"] <= parts["screen_s"]
 
 
 def test_a_task_too_large_for_the_judge_fails_naming_itself_and_its_sizes(ev, tmp_path):
