@@ -1,0 +1,51 @@
+"""`python -m foundry.extract SPEC --out DIR`: write the tasks of the model SPEC returns.
+
+SPEC is `module.path:function` (or `path/to/file.py:function`); the function returns
+`(model, example_inputs)`. Exit 0 when the tasks were written, 2 for a bad SPEC or a model
+that cannot be captured (the message names it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from foundry.extract.api import extract
+from foundry.extract.errors import UserModelError
+from foundry.extract.manifest import Manifest
+from foundry.extract.spec import load_spec
+
+
+def summary(manifest: Manifest, out: str) -> str:
+    lines = [f"{manifest.model_class}: captured with torch.{manifest.capture_method}"
+             + (f" (torch.export failed: {manifest.export_error})" if manifest.capture_method == "fx" else "")
+             + f"; forward {manifest.forward_ms:.4g} ms on {manifest.device}",
+             f"{len(manifest.regions)} task(s) in {out} covering {manifest.regions_share:.0%} of the measured time:",
+             f"  {'task':<32} {'calls':>5} {'ms/call':>9} {'share':>6}  where"]
+    for r in sorted(manifest.regions, key=lambda r: -r.share):
+        where = ", ".join(o.modules[0] if o.modules and o.modules[0] else "(model)" for o in r.occurrences[:3])
+        more = ", ..." if len(r.occurrences) > 3 else ""
+        lines.append(f"  {r.task_id:<32} {r.count:>5} {r.time_ms:>9.4g} {r.share:>6.1%}  {where}{more}")
+    for s in manifest.skipped:
+        lines.append(f"  skipped {s['label']} ({s['count']} call(s)): {s['reason']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m foundry.extract", description=__doc__.split("\n\n")[0])
+    ap.add_argument("spec", help="module.path:function returning (model, example_inputs)")
+    ap.add_argument("--out", required=True, help="folder to write the task files and manifest.json into")
+    ap.add_argument("--method", choices=("export", "fx"), default=None,
+                    help="force the capture (default: torch.export, then torch.fx)")
+    args = ap.parse_args(argv)
+    try:
+        model, inputs = load_spec(args.spec)
+        manifest = extract(model, inputs, args.out, spec=args.spec, method=args.method)
+    except UserModelError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(summary(manifest, args.out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

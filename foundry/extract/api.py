@@ -1,0 +1,132 @@
+"""`extract(model, example_inputs, out=DIR)`: capture the forward, run it once on the
+example inputs' device, split it into regions, merge repeated regions into one task,
+time each region on its captured inputs, and write one KernelBench task per region plus
+manifest.json (foundry.extract.manifest)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import torch.fx as fx
+import torch.nn as nn
+
+from foundry.extract.capture import capture
+from foundry.extract.errors import UserModelError
+from foundry.extract.manifest import Manifest, Occurrence, RegionEntry, fingerprint, write_manifest
+from foundry.extract.observe import observe
+from foundry.extract.split import Region, param_tensor, split
+from foundry.extract.subgraph import region_arguments, region_module
+from foundry.extract.taskcheck import check_task
+from foundry.extract.taskgen import SPELLINGS, NotExpressible, write_task_source
+from foundry.extract.spec import check_runs, checked_model
+from foundry.extract.timing import median_ms
+from foundry.extract.values import TensorInfo
+
+
+def module_path(node: fx.Node) -> str:
+    """The module a node sits in: the innermost entry of its nn_module_stack (export), the
+    leaf module it calls (fx), else "" (the model itself)."""
+    stack = node.meta.get("nn_module_stack") or {}
+    paths = [v[0] for v in stack.values() if isinstance(v, tuple) and v and isinstance(v[0], str)]
+    paths = [p for p in paths if not p.startswith("_")]
+    if paths:
+        return paths[-1]
+    if node.op == "call_module":
+        return str(node.target)
+    return ""
+
+
+def group_regions(regions: tuple) -> list[list[Region]]:
+    """Regions with equal structure keys, grouped, in graph order of first occurrence."""
+    groups: dict[str, list[Region]] = {}
+    for r in regions:
+        groups.setdefault(r.key, []).append(r)
+    return list(groups.values())
+
+
+def _task_id(index: int, label: str) -> str:
+    return f"{index:02d}_" + re.sub(r"[^A-Za-z0-9_]", "_", label)
+
+
+def _doc(model: nn.Module, label: str, occurrences: list[Region], modules: list, device: str) -> str:
+    where = "; ".join(", ".join(m) or "(model)" for m in modules[:6]) + ("; ..." if len(modules) > 6 else "")
+    return (f"Region {label} of {type(model).__name__} ({len(occurrences)} occurrence(s): {where}), "
+            f"captured on {device} by foundry.extract.")
+
+
+def _write_task(folder: Path, task_id: str, gm, region: Region, obs, doc: str):
+    """Write the task file in the first spelling that reproduces the region; returns
+    (TaskSource, None) or (None, why none did)."""
+    args = region_arguments(gm, region, obs.values)
+    inputs = args[:len(region.inputs)]
+    expected = tuple(obs.values[o] for o in region.outputs)
+    path = folder / f"{task_id}.py"
+    reasons = []
+    for spelling in SPELLINGS:
+        try:
+            src = write_task_source(gm, region, obs, spelling=spelling, doc=doc)
+        except NotExpressible as e:
+            reasons.append(f"{spelling}: {e}")
+            continue
+        path.write_text(src.source)
+        params = {t: param_tensor(gm, m) for t, m in src.param_map}
+        why = check_task(path, params, inputs, expected)
+        if why is None:
+            return src, None
+        reasons.append(f"{spelling}: {why}")
+    path.unlink(missing_ok=True)
+    return None, "; ".join(reasons)
+
+
+def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | None = None,
+            method: str | None = None) -> Manifest:
+    """Write the tasks of `model` on `example_inputs` into folder `out` and return its
+    manifest. `method` forces the capture ("export" or "fx"; None: export, then fx)."""
+    model, inputs = checked_model(model, example_inputs, what=spec and f"SPEC {spec!r}" or "the model")
+    model.eval()
+    check_runs(model, inputs, what=spec and f"SPEC {spec!r}" or "the model")
+    device = str(inputs[0].device)
+    captured = capture(model, inputs, method=method)
+    gm = captured.graph_module
+    obs = observe(gm, inputs)
+    regions = split(gm, obs)
+    if not regions:
+        raise UserModelError(f"{type(model).__name__}: its forward holds no matmul, convolution, attention, norm "
+                             "or pointwise/reduction op worth a kernel")
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    forward_ms = median_ms(lambda: model(*inputs), device=device)
+    by_name = {n.name: n for n in gm.graph.nodes}
+    entries, skipped = [], []
+    for group in group_regions(regions):
+        first = group[0]
+        sub = region_module(gm, first)
+        args = region_arguments(gm, first, obs.values)
+        time_ms = median_ms(lambda: sub(*args), device=device)
+        modules = [tuple(dict.fromkeys(module_path(by_name[n]) for n in r.nodes)) for r in group]
+        task_id = _task_id(len(entries) + 1, first.label)
+        src, why = _write_task(folder, task_id, gm, first, obs, _doc(model, first.label, group, modules, device))
+        if src is None:
+            skipped.append({"label": first.label, "nodes": list(first.nodes), "count": len(group), "reason": why})
+            continue
+        occurrences = []
+        for r, mods in zip(group, modules):
+            path_of = dict(zip(first.params, r.params))  # the same structure: parameters correspond by position
+            occurrences.append(Occurrence(nodes=r.nodes, modules=mods,
+                                          param_map=tuple((t, path_of[m]) for t, m in src.param_map)))
+        entries.append(RegionEntry(
+            task_id=task_id, file=f"{task_id}.py", key=first.key, label=first.label, count=len(group),
+            time_ms=time_ms, share=len(group) * time_ms / forward_ms, spelling=src.spelling,
+            inputs=tuple(obs.infos[n].signature() for n in first.inputs),
+            params=tuple({"name": t, "shape": list(param_tensor(gm, m).shape),
+                          "dtype": str(param_tensor(gm, m).dtype).replace("torch.", "")} for t, m in src.param_map),
+            outputs=tuple(obs.infos[n].signature() for n in first.outputs),
+            occurrences=tuple(occurrences)))
+    manifest = Manifest(model_class=type(model).__name__, fingerprint=fingerprint(model), spec=spec,
+                        device=device, forward_ms=forward_ms, capture_method=captured.method,
+                        export_error=captured.export_error, dynamic=captured.dynamic,
+                        inputs=tuple(TensorInfo.of(x) for x in inputs), regions=tuple(entries),
+                        skipped=tuple(skipped))
+    write_manifest(folder, manifest)
+    return manifest

@@ -1,0 +1,87 @@
+"""A SPEC names a Python callable `module.path:function` (or `path/to/file.py:function`)
+that returns `(model, example_inputs)`; `load_spec` imports and calls it and checks what
+comes back, and `check_runs` that the model runs on its inputs."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn as nn
+
+from foundry.extract.errors import UserModelError
+
+
+def _import(module_name: str, spec: str):
+    if module_name.endswith(".py") or "/" in module_name:
+        path = Path(module_name).expanduser().resolve()
+        if not path.is_file():
+            raise UserModelError(f"SPEC {spec!r}: no file {path}")
+        name = "foundry_user_model_" + path.stem
+        loader_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[name] = module
+        loader_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        return module
+    if str(Path.cwd()) not in sys.path and "" not in sys.path:
+        sys.path.insert(0, str(Path.cwd()))
+    try:
+        return importlib.import_module(module_name)
+    except ModuleNotFoundError as e:
+        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
+            raise UserModelError(f"SPEC {spec!r}: no module named {e.name!r} (run from the folder that holds it, "
+                                 "or give a file path: path/to/file.py:function)") from None
+        raise UserModelError(f"SPEC {spec!r}: importing {module_name!r} failed: {e}") from None
+
+
+def load_spec(spec: str) -> tuple[nn.Module, tuple]:
+    """Import the module of `spec` (`module.path:function`), call the function and return
+    `(model, example_inputs)` with the inputs as a tuple; raises UserModelError naming
+    what is missing or wrong."""
+    if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
+        raise UserModelError(f"SPEC {spec!r} is not of the form module.path:function")
+    module_name, attr = spec.split(":")
+    module = _import(module_name, spec)
+    fn = getattr(module, attr, None)
+    if fn is None:
+        raise UserModelError(f"SPEC {spec!r}: module {module_name!r} has no attribute {attr!r}")
+    if not callable(fn):
+        raise UserModelError(f"SPEC {spec!r}: {attr!r} is a {type(fn).__name__}, not a callable")
+    got = fn()
+    if not (isinstance(got, (tuple, list)) and len(got) == 2):
+        raise UserModelError(f"SPEC {spec!r}: {attr}() must return (model, example_inputs), "
+                             f"got {type(got).__name__}")
+    model, inputs = got
+    return checked_model(model, inputs, what=f"SPEC {spec!r}")
+
+
+def checked_model(model: Any, inputs: Any, *, what: str = "the model") -> tuple[nn.Module, tuple]:
+    """`(model, inputs)` with inputs as a tuple, after checking their types."""
+    if not isinstance(model, nn.Module):
+        raise UserModelError(f"{what}: the model must be a torch.nn.Module, got {type(model).__name__}")
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    if not isinstance(inputs, (tuple, list)) or not inputs:
+        raise UserModelError(f"{what}: example_inputs must be a non-empty tuple of tensors, got "
+                             f"{type(inputs).__name__}")
+    bad = [i for i, x in enumerate(inputs) if not isinstance(x, torch.Tensor)]
+    if bad:
+        raise UserModelError(f"{what}: example input {bad[0]} is a {type(inputs[bad[0]]).__name__}; "
+                             "only tensors are supported as inputs")
+    return model, tuple(inputs)
+
+
+def check_runs(model: nn.Module, inputs: tuple, *, what: str = "the model") -> Any:
+    """Run the model once on its inputs (no grad) and return the output; raises
+    UserModelError with the model's own error when it does not run."""
+    try:
+        with torch.no_grad():
+            return model(*inputs)
+    except Exception as e:  # noqa: BLE001 - any failure of the user's code is reported as such
+        shapes = ", ".join(f"{tuple(x.shape)} {str(x.dtype).replace('torch.', '')}" for x in inputs)
+        raise UserModelError(f"{what}: {type(model).__name__} does not run on its example inputs ({shapes}): "
+                             f"{type(e).__name__}: {e}") from None

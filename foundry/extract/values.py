@@ -1,0 +1,113 @@
+"""What is known about one tensor of a captured forward: shape, dtype and the statistics
+its replacements are drawn from (task inputs, task parameters, deploy's example inputs).
+
+Floating-point tensors are drawn as N(mean, std) (absolute values where every captured
+value was >= 0, so a variance stays a variance); integer tensors uniformly in the
+captured [min, max] (index tensors stay in range); booleans with the captured share of
+True. A parameter whose values are all equal (a fresh LayerNorm's ones) is drawn with a
+spread, so a kernel that ignores it cannot pass as correct."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+MIN_SPREAD = 0.1  # std of a drawn parameter whose captured values were all equal (relative to |mean|, or absolute)
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    shape: tuple
+    dtype: str  # "float32", "int64", "bool", ...
+    mean: float = 0.0
+    std: float = 1.0
+    lo: float = 0.0
+    hi: float = 0.0
+    contiguous: bool = True
+
+    @staticmethod
+    def of(t: torch.Tensor) -> "TensorInfo":
+        dtype = str(t.dtype).replace("torch.", "")
+        if t.numel() == 0:
+            return TensorInfo(tuple(t.shape), dtype)
+        d = t.detach()
+        if d.is_floating_point():
+            f = d.float()
+            finite = f[torch.isfinite(f)]
+            if finite.numel() == 0:
+                finite = torch.zeros(1)
+            mean, std = float(finite.mean()), float(finite.std()) if finite.numel() > 1 else 0.0
+            lo, hi = float(finite.min()), float(finite.max())
+        elif d.dtype == torch.bool:
+            mean, std, lo, hi = float(d.float().mean()), 0.0, 0.0, 1.0
+        else:
+            mean, std = float(d.double().mean()), 0.0
+            lo, hi = float(d.min()), float(d.max())
+        return TensorInfo(tuple(int(s) for s in t.shape), dtype, mean, std, lo, hi, bool(t.is_contiguous()))
+
+    @property
+    def torch_dtype(self) -> torch.dtype:
+        return getattr(torch, self.dtype)
+
+    @property
+    def is_float(self) -> bool:
+        return self.torch_dtype.is_floating_point
+
+    def draw_std(self, *, spread_constant: bool) -> float:
+        if self.std > 0 or not spread_constant:
+            return self.std
+        return MIN_SPREAD * abs(self.mean) if self.mean != 0 else MIN_SPREAD
+
+    def expr(self, shape_expr: str, *, spread_constant: bool = False) -> str:
+        """Python source drawing a tensor like this one (`shape_expr` names its shape)."""
+        return (f"_draw({shape_expr}, {self.dtype!r}, mean={_lit(self.mean)}, "
+                f"std={_lit(self.draw_std(spread_constant=spread_constant))}, "
+                f"lo={_lit(self.lo)}, hi={_lit(self.hi)})")
+
+    def signature(self) -> dict:
+        return {"shape": list(self.shape), "dtype": self.dtype}
+
+    def to_json(self) -> dict:
+        return {"shape": list(self.shape), "dtype": self.dtype, "mean": self.mean, "std": self.std,
+                "lo": self.lo, "hi": self.hi, "contiguous": self.contiguous}
+
+    @staticmethod
+    def from_json(d: dict) -> "TensorInfo":
+        return TensorInfo(tuple(d["shape"]), str(d["dtype"]), float(d.get("mean", 0.0)), float(d.get("std", 1.0)),
+                          float(d.get("lo", 0.0)), float(d.get("hi", 0.0)), bool(d.get("contiguous", True)))
+
+
+def _lit(v: float) -> str:
+    if math.isnan(v):
+        return 'float("nan")'
+    if math.isinf(v):
+        return 'float("inf")' if v > 0 else '-float("inf")'
+    return repr(float(f"{v:.6g}"))
+
+
+# The same function is written into every task file (DRAW_SOURCE), so a task file stands alone.
+DRAW_SOURCE = '''
+def _draw(shape, dtype, *, mean=0.0, std=1.0, lo=0.0, hi=0.0):
+    """A random tensor like the captured one: N(mean, std) floats (absolute values when
+    every captured value was >= 0), integers uniform in [lo, hi], booleans True with
+    probability mean."""
+    dt = getattr(torch, dtype)
+    if dt.is_floating_point:
+        x = torch.randn(shape) * std + mean
+        return (x.abs() if lo >= 0 else x).to(dt)
+    if dt == torch.bool:
+        return torch.rand(shape) < mean
+    return torch.randint(int(lo), int(hi) + 1, shape).to(dt)
+'''
+
+_namespace: dict = {"torch": torch}
+exec(DRAW_SOURCE, _namespace)
+draw = _namespace["_draw"]
+
+
+def make_tensor(info: TensorInfo, *, device: str | torch.device = "cpu", spread_constant: bool = False) -> torch.Tensor:
+    """A fresh random tensor drawn like `info` (the same rule the task files use)."""
+    return draw(info.shape, info.dtype, mean=info.mean, std=info.draw_std(spread_constant=spread_constant),
+                lo=info.lo, hi=info.hi).to(device)
