@@ -27,7 +27,7 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from foundry import kernels  # noqa: E402
-from foundry.evaluate import cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
+from foundry.evaluate import compile_guard, cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
 from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
 from foundry.evaluate.trial_inputs import make_trial_inputs, trial_input_spec  # noqa: E402
@@ -362,6 +362,8 @@ def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:
             raise SystemExit(0)
         # measured before any candidate code runs: the judge may trust these two
         worker.send({"kind": "ready", "device_setup_s": (t1 - t0) / 1e9, "inputs_s": (worker.clock() - t1) / 1e9})
+        if job.kind != "baseline":  # candidate code runs from here on; a baseline job compiles itself
+            compile_guard.install(report=lambda why: worker.send({"kind": "error", "stage": "runtime", "error": why}))
         RUNS[job.kind](worker)
         worker.send({"kind": "done"})
     except SystemExit:

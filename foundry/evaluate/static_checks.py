@@ -58,13 +58,25 @@ PATTERNS: dict[str, tuple[str, ...]] = {
     "launch_tampering": (r"\brecord_launch\b", r"\breset_launches\b", r"\b_launches\b",
                          r"\blaunches\s*\("),
     # compiling at run time: the compiler's kernels would do the work the candidate claims
-    # (Inductor's runtime helpers, which generated kernels import, stay allowed)
+    # (Inductor's runtime helpers, which generated kernels import, stay allowed; its
+    # autotuner, its code caches and loaders do not). compile_guard.py is the runtime layer.
     "runtime_compile": (
-        r"\btorch\s*\.\s*compile\b", r"^\s*from\s+torch\s+import\s+[^\n]*\bcompile\b", r"\b_dynamo\b",
+        r"\btorch\s*\.\s*compile(r)?\b", r"^\s*from\s+torch\s+import\s+[^\n]*\bcompiler?\b", r"\b_dynamo\b",
         r"\b_inductor\b(?!\s*\.\s*runtime\b)", r"\bcompile_fx\w*", r"\baot_(compile|autograd|function)\b",
-        r"\btorch\s*\.\s*(jit|export)\b", r"['\"](compile|_dynamo|_inductor)['\"]"),
+        r"\btorch\s*\.\s*(jit|export)\b", r"['\"](compile|compiler|_dynamo|_inductor)['\"]",
+        r"\b(Cpp|CppPythonBindings|CppWrapper|Py|CUDA|ROCm|Halide|XPU|Triton|CUTLASS)CodeCache\b",
+        r"\b(AsyncCompile|async_compile|cpp_pybinding|load_pybinding|load_by_key_path|standalone_compile)\b",
+        r"\baoti_\w+", r"\btriton_heuristics\b", r"\bCachingAutotuner\b", r"\bautotune_select_algorithm\b",
+        r"\bAlgorithmSelectorCache\b", r"\bbenchmark_all_configs\b", r"\bcoordinate_descent\w*"),
     "reference_call": (r"\bModel\s*\(", r"\bget_inputs\s*\(", r"\bget_init_inputs\s*\(",
                        r"\bsuper\s*\(\s*\)\s*\.\s*forward", r"\bsuper\s*\([^)]+\)\s*\.\s*forward"),
+}
+
+# what a flag's evidence means, where the matched text alone does not say it
+WHY = {
+    "runtime_compile": "compiles at run time: torch.compile, dynamo, Inductor's compile entry points, code "
+                       "loaders or autotuner would build the kernels that run; a candidate launches its own "
+                       "(Inductor-generated source pasted in as plain kernels is fine)",
 }
 
 # compute done by another library instead of the candidate's kernels (like torch_compute)
@@ -269,7 +281,7 @@ def check_source(source: str, *, backend: BackendSpec, allow_torch_ops: bool = F
     for flag, pats in patterns.items():
         hit = _find(pats, source)
         if hit:
-            reasons[flag] = hit
+            reasons[flag] = f"{hit} ({WHY[flag]})" if flag in WHY else hit
     if not allow_precision_drop:
         hit = _find(precision, source)
         if hit and not _find(precision, task_source):
