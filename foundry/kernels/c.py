@@ -18,6 +18,11 @@ A candidate writes its kernels as plain C functions and calls them from `forward
 converted to the declared C types (a tensor to its data pointer, after checking it is
 contiguous and on the CPU). Builds are cached by a hash of source, flags and compiler;
 a build is written to a temporary file and renamed, so concurrent builds are safe.
+
+C++ sources (``language="c++"``, the system C++ compiler, ``-std=c++17``) export their
+kernels as ``extern "C"`` functions; ``torch_headers=True`` adds the installed torch's
+header and library directories (ATen's vector types, Inductor's ``cpp_prefix.h``), and
+the torch version and its header directory join the build's cache key.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from foundry.kernels import cache_dir, record_launch
 
 DEFAULT_FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-std=c11",
                  "-fno-fast-math")
+LANGUAGES = {"c": ("-std=c11", ".c"), "c++": ("-std=c++17", ".cpp")}  # standard, file suffix
 BUILD_TIMEOUT_S = 60.0
 
 _CTYPES = {
@@ -50,7 +56,7 @@ _CTYPES = {
     "bool": ctypes.c_bool, "_Bool": ctypes.c_bool, "char": ctypes.c_char,
 }
 _FUNC_RE = re.compile(
-    r"^[ \t]*(?:extern[ \t]+)?(?:inline[ \t]+)?(void|int|float|double|long|int64_t|int32_t)"
+    r"^[ \t]*(?:extern[ \t]+(\"C\"[ \t]+)?)?(?:inline[ \t]+)?(void|int|float|double|long|int64_t|int32_t)"
     r"[ \t]+([A-Za-z_]\w*)[ \t]*\(([^)]*)\)[ \t\n]*\{", re.M)
 _lock = threading.Lock()
 _loaded: dict[str, "Library"] = {}
@@ -98,11 +104,31 @@ def _restype(name: str):
     return None if name == "void" else _CTYPES[name]
 
 
-def compiler() -> str:
+def compiler(language: str = "c") -> str:
+    """The system compiler for `language` ("c": $CC, gcc, cc, clang; "c++": $CXX, g++, c++, clang++)."""
+    if language == "c++":
+        cxx = os.environ.get("CXX") or shutil.which("g++") or shutil.which("c++") or shutil.which("clang++")
+        if not cxx:
+            raise BuildError("no C++ compiler found (install g++, or set CXX)")
+        return cxx
     cc = os.environ.get("CC") or shutil.which("gcc") or shutil.which("cc") or shutil.which("clang")
     if not cc:
         raise BuildError("no C compiler found (install gcc, or set CC)")
     return cc
+
+
+def torch_build_flags() -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """(compile flags, link flags, cache-key text) for building against the installed
+    torch's headers: its include directories, and libc10 (header code may call into it)."""
+    import torch  # only builds that ask for torch's headers need torch
+
+    root = Path(torch.__file__).resolve().parent
+    include, lib = root / "include", root / "lib"
+    if not (include / "ATen").is_dir():
+        raise BuildError(f"the installed torch at {root} ships no C++ headers ({include}/ATen is missing)")
+    compile_flags = (f"-I{include}", f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}")
+    link_flags = (f"-L{lib}", "-lc10", f"-Wl,-rpath,{lib}")
+    return compile_flags, link_flags, f"torch {torch.__version__} {include}"
 
 
 def _compiler_id(cc: str) -> str:
@@ -151,12 +177,14 @@ def _pointer(a, fname: str, pname: str):
 class Library:
     """A built shared library; exported functions are attributes (`lib.relu(...)`)."""
 
-    def __init__(self, path: Path, source: str):
+    def __init__(self, path: Path, source: str, language: str = "c"):
         self.path = path
         self._dll = ctypes.CDLL(str(path))
         self.kernels: dict[str, Kernel] = {}
         for m in _FUNC_RE.finditer(_strip_comments(source)):
-            ret, name, params = m.group(1), m.group(2), m.group(3)
+            extern_c, ret, name, params = m.group(1), m.group(2), m.group(3), m.group(4)
+            if language == "c++" and not extern_c:
+                continue  # a C++ name is mangled: only extern "C" functions are kernels
             if re.search(rf"\bstatic\b[^;{{}}]*\b{name}\s*\(", source):
                 continue
             fn = getattr(self._dll, name)
@@ -178,37 +206,53 @@ def _strip_comments(src: str) -> str:
     return re.sub(r"//[^\n]*", "", src)
 
 
-def build(source: str, *, flags: Sequence[str] = (), timeout_s: float = BUILD_TIMEOUT_S) -> Library:
+def build(source: str, *, flags: Sequence[str] = (), timeout_s: float = BUILD_TIMEOUT_S,
+          language: str = "c", torch_headers: bool = False) -> Library:
     """Compile `source` into a shared library (cached) and load it.
 
     `flags` are added to DEFAULT_FLAGS (e.g. ``("-ffast-math",)`` where a task allows it).
+    `language` is "c" or "c++"; `torch_headers` (C++ only) builds against torch's headers.
     Raises BuildError with the compiler's output when the source does not compile.
     """
-    cc = compiler()
-    all_flags = list(DEFAULT_FLAGS) + list(flags)
-    key = hashlib.sha256("\0".join([source, *all_flags, _compiler_id(cc)]).encode()).hexdigest()[:24]
+    if language not in LANGUAGES:
+        raise ValueError(f"unknown language {language!r} for the c backend (choose from {', '.join(LANGUAGES)})")
+    if torch_headers and language != "c++":
+        raise ValueError("torch_headers=True needs language='c++' (torch's headers are C++)")
+    cc = compiler(language)
+    std, suffix = LANGUAGES[language]
+    all_flags = [std if f == "-std=c11" else f for f in DEFAULT_FLAGS] + list(flags)
+    link_flags: list[str] = ["-lm"]
+    key_parts = [source, *all_flags, _compiler_id(cc)]
+    if torch_headers:
+        compile_flags, torch_link, torch_key = torch_build_flags()
+        all_flags += compile_flags
+        link_flags = [*torch_link, *link_flags]
+        key_parts.append(torch_key)
+    key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:24]
     with _lock:
         if key in _loaded:
             return _loaded[key]
         out = cache_dir("c") / f"k_{key}.so"
         if not out.exists():
-            _compile(cc, source, all_flags, out, timeout_s)
-        lib = Library(out, source)
+            _compile(cc, source, all_flags, link_flags, out, timeout_s, suffix=suffix)
+        lib = Library(out, source, language)
         _loaded[key] = lib
         return lib
 
 
-def _compile(cc: str, source: str, flags: list[str], out: Path, timeout_s: float) -> None:
+def _compile(cc: str, source: str, flags: list[str], link_flags: list[str], out: Path, timeout_s: float, *,
+             suffix: str = ".c") -> None:
     with tempfile.TemporaryDirectory(prefix="foundry-c-", dir=out.parent) as tmp:
-        src = Path(tmp) / "kernel.c"
+        name = "kernel" + suffix
+        src = Path(tmp) / name
         src.write_text(source)
         tmp_out = Path(tmp) / out.name
-        cmd = [cc, *flags, str(src), "-o", str(tmp_out), "-lm"]
+        cmd = [cc, *flags, str(src), "-o", str(tmp_out), *link_flags]
         try:
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             raise BuildError(f"C build timed out after {timeout_s:.0f} s") from None
         if proc.returncode != 0:
-            log = (proc.stderr or proc.stdout).replace(str(src), "kernel.c")
+            log = (proc.stderr or proc.stdout).replace(str(src), name)
             raise BuildError("C build failed", log[-4000:])
         os.replace(tmp_out, out)
