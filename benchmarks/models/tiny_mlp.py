@@ -8,9 +8,9 @@ and a final LayerNorm.
 import torch
 import torch.nn as nn
 
-BATCH = 64
-WIDTH = 128
-HIDDEN = 512
+BATCH = 256
+WIDTH = 256
+HIDDEN = 1024
 BLOCKS = 2
 
 

@@ -1,8 +1,8 @@
 """What is known about one tensor of a captured forward: shape, dtype and the statistics
 its replacements are drawn from (task inputs, task parameters, deploy's example inputs).
 
-Floating-point tensors are drawn as N(mean, std) (absolute values where every captured
-value was >= 0, so a variance stays a variance); integer tensors uniformly in the
+Floating-point tensors are drawn as N(mean, std) (uniformly in the captured [min, max]
+where every captured value was >= 0, so a variance stays a variance); integer tensors uniformly in the
 captured [min, max] (index tensors stay in range); booleans with the captured share of
 True. A parameter whose values are all equal (a fresh LayerNorm's ones) is drawn with a
 spread, so a kernel that ignores it cannot pass as correct."""
@@ -60,11 +60,18 @@ class TensorInfo:
             return self.std
         return MIN_SPREAD * abs(self.mean) if self.mean != 0 else MIN_SPREAD
 
+    def draw_range(self, *, spread_constant: bool) -> tuple[float, float]:
+        if self.lo != self.hi or not spread_constant or not self.is_float:
+            return self.lo, self.hi
+        s = self.draw_std(spread_constant=True)
+        return self.mean - s, self.mean + s
+
     def expr(self, shape_expr: str, *, spread_constant: bool = False) -> str:
         """Python source drawing a tensor like this one (`shape_expr` names its shape)."""
-        return (f"_draw({shape_expr}, {self.dtype!r}, mean={_lit(self.mean)}, "
+        lo, hi = self.draw_range(spread_constant=spread_constant)
+        return (f"_draw({shape_expr}, torch.{self.dtype}, mean={_lit(self.mean)}, "
                 f"std={_lit(self.draw_std(spread_constant=spread_constant))}, "
-                f"lo={_lit(self.lo)}, hi={_lit(self.hi)})")
+                f"lo={_lit(lo)}, hi={_lit(hi)})")
 
     def signature(self) -> dict:
         return {"shape": list(self.shape), "dtype": self.dtype}
@@ -90,16 +97,16 @@ def _lit(v: float) -> str:
 # The same function is written into every task file (DRAW_SOURCE), so a task file stands alone.
 DRAW_SOURCE = '''
 def _draw(shape, dtype, *, mean=0.0, std=1.0, lo=0.0, hi=0.0):
-    """A random tensor like the captured one: N(mean, std) floats (absolute values when
-    every captured value was >= 0), integers uniform in [lo, hi], booleans True with
+    """A random tensor like the captured one: floats N(mean, std), or uniform in [lo, hi]
+    when every captured value was >= 0; integers uniform in [lo, hi]; booleans True with
     probability mean."""
-    dt = getattr(torch, dtype)
-    if dt.is_floating_point:
-        x = torch.randn(shape) * std + mean
-        return (x.abs() if lo >= 0 else x).to(dt)
-    if dt == torch.bool:
+    if dtype.is_floating_point:
+        if lo >= 0:
+            return (torch.rand(shape) * (hi - lo) + lo).to(dtype)
+        return (torch.randn(shape) * std + mean).to(dtype)
+    if dtype == torch.bool:
         return torch.rand(shape) < mean
-    return torch.randint(int(lo), int(hi) + 1, shape).to(dt)
+    return torch.randint(int(lo), int(hi) + 1, shape).to(dtype)
 '''
 
 _namespace: dict = {"torch": torch}
@@ -109,5 +116,6 @@ draw = _namespace["_draw"]
 
 def make_tensor(info: TensorInfo, *, device: str | torch.device = "cpu", spread_constant: bool = False) -> torch.Tensor:
     """A fresh random tensor drawn like `info` (the same rule the task files use)."""
-    return draw(info.shape, info.dtype, mean=info.mean, std=info.draw_std(spread_constant=spread_constant),
-                lo=info.lo, hi=info.hi).to(device)
+    lo, hi = info.draw_range(spread_constant=spread_constant)
+    return draw(info.shape, info.torch_dtype, mean=info.mean, std=info.draw_std(spread_constant=spread_constant),
+                lo=lo, hi=hi).to(device)

@@ -5,6 +5,7 @@ run directory alone."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from foundry.store.best import write_best
@@ -97,6 +98,22 @@ def unfinished_section(unfinished: list[Unfinished]) -> list[str]:
     return lines + [""]
 
 
+def model_shares(run: RunDir) -> dict[str, float]:
+    """Task id -> share of the model's measured forward time, when the run's tasks folder
+    (`tasks.path` of its config.yaml) was written by foundry.extract (holds manifest.json);
+    else empty."""
+    try:
+        from omegaconf import OmegaConf
+        path = OmegaConf.load(run.config).get("tasks", {}).get("path")
+        manifest = Path(str(path)).expanduser() / "manifest.json" if path else None
+        if manifest is not None and not manifest.is_absolute() and not manifest.is_file():
+            manifest = run.path.parent / manifest
+        regions = json.loads(manifest.read_text())["regions"] if manifest is not None else []
+        return {str(r["task_id"]): float(r["share"]) for r in regions}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
 def build_report(run_dir: str | Path) -> Path:
     """Read everything evaluated in `run_dir`, rewrite best/*.py, the plots and report.md."""
     run = RunDir(run_dir)
@@ -107,6 +124,9 @@ def build_report(run_dir: str | Path) -> Path:
         t = str(call.get("task_id") or "")
         costs[t] = costs.get(t, 0.0) + float(call.get("cost_usd") or 0.0)
     summaries = summarize(records, task_ids=meta.get("tasks", ()), llm_cost_by_task=costs)
+    shares = model_shares(run)
+    if shares:  # tasks extracted from a model: the largest share of its time first
+        summaries = dict(sorted(summaries.items(), key=lambda kv: -shares.get(kv[0], -1.0)))
     by_task: dict[str, list] = {}
     for r in records:
         by_task.setdefault(r.candidate.task_id, []).append(r)
@@ -123,10 +143,14 @@ def build_report(run_dir: str | Path) -> Path:
              ""]
     if meta.get("stop_reason"):
         lines += [f"Stopped: {meta['stop_reason']}.", ""]
-    lines += ["## Summary", "", "| task | best vs eager | best vs torch.compile | correct | evaluations | LLM cost |",
+    lines += ["## Summary", ""]
+    if shares:
+        lines += ["Tasks extracted from a model, by their share of its measured forward time (manifest.json).", ""]
+    lines += ["| task | best vs eager | best vs torch.compile | correct | evaluations | LLM cost |",
               "|---|---|---|---|---|---|"]
     for s in summaries.values():
-        lines.append(f"| {s.task_id} | {_x(s.best_speedup_eager)} | {_x(s.best_speedup_compile)} | "
+        share = f" ({shares[s.task_id]:.0%} of the model)" if s.task_id in shares else ""
+        lines.append(f"| {s.task_id}{share} | {_x(s.best_speedup_eager)} | {_x(s.best_speedup_compile)} | "
                      f"{s.correct}/{s.evaluations} ({s.share_correct:.0%}) | {s.evaluations} | "
                      f"${s.llm_cost_usd:.4f} |")
     lines.append("")

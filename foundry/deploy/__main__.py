@@ -1,0 +1,56 @@
+"""`python -m foundry.deploy SPEC RUN_DIR [--check]`: swap the run's best kernels into the
+model SPEC returns and say which went in; with --check, run the original and the
+deployed model on fresh inputs and print the largest error and the end-to-end speedup
+against eager and against torch.compile of the original (measured, same process).
+
+Exit 0 on success, 2 for a bad SPEC, a run directory made for another model or a kernel
+whose shapes no longer match (the message names it)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from foundry.deploy.api import deploy, example_inputs_of
+from foundry.deploy.check import check
+from foundry.deploy.runinfo import read_run
+from foundry.extract.errors import UserModelError
+from foundry.extract.spec import load_spec
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m foundry.deploy", description=__doc__.split("\n\n")[0])
+    ap.add_argument("spec", help="module.path:function returning (model, example_inputs)")
+    ap.add_argument("run_dir", help="a run directory of `python -m foundry` on the model's extracted tasks")
+    ap.add_argument("--tasks", default=None, help="the extracted tasks folder (default: tasks.path of the run)")
+    ap.add_argument("--check", action="store_true", help="compare with the original and time both")
+    ap.add_argument("--no-compile", action="store_true", help="with --check: skip the torch.compile baseline")
+    args = ap.parse_args(argv)
+    try:
+        model, _ = load_spec(args.spec)
+        deployed = deploy(model, args.run_dir, tasks_dir=args.tasks)
+        info = deployed.foundry_deploy
+        print(f"{type(model).__name__}: {len(info.swapped)} region occurrence(s) swapped in from {info.run_dir}")
+        for task_id, modules, op in info.swapped:
+            print(f"  {task_id:<28} {', '.join(modules) or '(model)'}  ->  {op}")
+        for task_id, why in info.passed_over:
+            print(f"  kept original: {task_id}: {why}")
+        if args.check:
+            manifest = read_run(args.run_dir, model, tasks_dir=args.tasks).manifest
+            inputs = example_inputs_of(manifest)
+            r = check(model, deployed, inputs, with_compile=not args.no_compile)
+            print(f"check on fresh inputs ({', '.join(str(tuple(x.shape)) for x in inputs)}, "
+                  f"{r.threads} thread(s)): largest abs error {r.max_abs_err:.3g}")
+            comp = "" if r.compile_ms is None else (f", torch.compile {r.compile_ms:.4g} ms -> "
+                                                     f"{r.speedup_compile:.3f}x vs torch.compile")
+            print(f"  eager {r.eager_ms:.4g} ms, deployed {r.deployed_ms:.4g} ms -> {r.speedup_eager:.3f}x vs eager"
+                  f"{comp}")
+            print(f"  during timing: {r.kernel_calls} kernel call(s), {r.fallback_calls} fallback call(s)")
+    except UserModelError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,130 @@
+"""`deploy(model, run_dir)`: the model with every region whose best kernel the run judged
+correct and faster than eager swapped in.
+
+The model is captured again the way extraction captured it (same method, on inputs drawn
+like the manifest's example inputs, or on `example_inputs`), split by the same code, and
+each region whose structure key has a deployable kernel becomes a custom op
+(foundry.deploy.region_op) in the returned GraphModule. Every kernel is checked against
+its region's original code on the values the region sees in this capture before it goes
+in; one that differs is passed over (and said so in `gm.foundry_deploy`). Gradients flow
+through the regions' original code (foundry.deploy.region_op)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.fx as fx
+import torch.nn as nn
+
+from foundry.deploy.kernel import load_kernel
+from foundry.deploy.region_op import RegionDispatch, dispatch_key, register_region_op, same_results
+from foundry.deploy.rewrite import replace_region
+from foundry.deploy.runinfo import read_run
+from foundry.extract.capture import capture
+from foundry.extract.errors import UserModelError
+from foundry.extract.observe import observe
+from foundry.extract.spec import check_runs, checked_model
+from foundry.extract.split import param_tensor, split
+from foundry.extract.subgraph import region_arguments, region_module
+from foundry.extract.values import make_tensor
+
+
+@dataclass(frozen=True)
+class DeployInfo:
+    """What `deploy` did: `swapped`: (task id, module paths, op name) per occurrence;
+    `passed_over`: (task id, why) per task or occurrence left as it was; `dispatches`: the
+    RegionDispatch of each swapped occurrence (its kernel and fallback call counts)."""
+
+    run_dir: str
+    tasks_dir: str
+    swapped: tuple
+    passed_over: tuple
+    dispatches: tuple
+
+
+def example_inputs_of(manifest, device: str | None = None) -> tuple:
+    """Fresh inputs drawn like the example inputs extraction recorded."""
+    return tuple(make_tensor(info, device=device or manifest.device) for info in manifest.inputs)
+
+
+def _occurrence_of(entry, region):
+    for occ in entry.occurrences:
+        if tuple(occ.nodes) == tuple(region.nodes):
+            return occ
+    for occ in entry.occurrences:
+        if sorted(m for _, m in occ.param_map) == sorted(region.params) and region.params:
+            return occ
+    return None
+
+
+def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
+           tasks_dir: str | Path | None = None) -> fx.GraphModule:
+    """The model as a GraphModule with the run's kernels swapped in (see the module doc);
+    `gm.foundry_deploy` is a DeployInfo. Raises UserModelError for a run directory made for
+    another model or a kernel whose shapes no longer match."""
+    if not isinstance(model, nn.Module):
+        raise UserModelError(f"deploy: the model must be a torch.nn.Module, got {type(model).__name__}")
+    run = read_run(run_dir, model, tasks_dir=tasks_dir)
+    manifest = run.manifest
+    inputs = example_inputs if example_inputs is not None else example_inputs_of(manifest)
+    model, inputs = checked_model(model, inputs, what="deploy")
+    model.eval()
+    check_runs(model, inputs, what="deploy")
+    captured = capture(model, inputs, method=manifest.capture_method)
+    gm = captured.graph_module
+    obs = observe(gm, inputs)
+    regions = split(gm, obs)
+    entries = {r.key: r for r in manifest.regions}
+    kernels = {k.task_id: k for k in run.kernels}
+    swapped, passed = [], list(run.passed_over)
+    dispatches, chosen = [], []
+    found = set()
+    for region in regions:
+        entry = entries.get(region.key)
+        if entry is None:
+            continue
+        found.add(entry.task_id)
+        best = kernels.get(entry.task_id)
+        if best is None:
+            continue
+        if best.device != str(inputs[0].device).split(":")[0]:
+            passed.append((entry.task_id, f"judged on {best.device}, the model runs on {inputs[0].device}"))
+            continue
+        occ = _occurrence_of(entry, region)
+        if occ is None:
+            passed.append((entry.task_id, f"occurrence at {', '.join(region.nodes)} is not in the manifest"))
+            continue
+        params = {t: param_tensor(gm, m) for t, m in occ.param_map}
+        kernel = load_kernel(best.path, Path(run.tasks_dir) / entry.file, entry, params)
+        fallback = region_module(gm, region)
+        args = region_arguments(gm, region, obs.values)
+        why = same_results(kernel, fallback, args, len(region.inputs))
+        if why is not None:
+            passed.append((entry.task_id, f"kernel {best.path} at {', '.join(occ.modules)}: {why}"))
+            continue
+        dispatch = RegionDispatch(task_id=entry.task_id, fallback=fallback, n_activations=len(region.inputs),
+                                  kernels={dispatch_key(args[:len(region.inputs)]): kernel})
+        op = register_region_op(dispatch)
+        chosen.append((region, op))
+        dispatches.append(dispatch)
+        swapped.append((entry.task_id, tuple(occ.modules), str(op)))
+    renamed: dict = {}
+    for region, op in chosen:
+        replace_region(gm, region, op, renamed)
+    for entry in manifest.regions:
+        if entry.task_id in kernels and entry.task_id not in found:
+            passed.append((entry.task_id, "its region is not in the model as captured now"))
+    gm.graph.lint()
+    gm.recompile()
+    gm.foundry_deploy = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=tuple(swapped),
+                                   passed_over=tuple(passed), dispatches=tuple(dispatches))
+    return gm
+
+
+def deployed_info(gm: torch.nn.Module) -> DeployInfo:
+    info = getattr(gm, "foundry_deploy", None)
+    if not isinstance(info, DeployInfo):
+        raise UserModelError(f"{type(gm).__name__} was not made by foundry.deploy.deploy")
+    return info

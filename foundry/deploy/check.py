@@ -1,0 +1,69 @@
+"""Compare a deployed model with the original on fresh inputs: the largest error, and the
+end-to-end time of the original in eager mode, of torch.compile of the original and of
+the deployed model, measured in the same process on the same inputs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from foundry.extract.timing import median_ms
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    max_abs_err: float
+    eager_ms: float
+    compile_ms: float | None
+    deployed_ms: float
+    kernel_calls: int  # calls that ran a swapped-in kernel during the timed runs
+    fallback_calls: int
+    threads: int
+
+    @property
+    def speedup_eager(self) -> float:
+        return self.eager_ms / self.deployed_ms
+
+    @property
+    def speedup_compile(self) -> float | None:
+        return None if self.compile_ms is None else self.compile_ms / self.deployed_ms
+
+
+def _flat(out) -> list:
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat(o)]
+    if isinstance(out, dict):
+        return [t for k in sorted(out) for t in _flat(out[k])]
+    return []
+
+
+def max_error(a, b) -> float:
+    fa, fb = _flat(a), _flat(b)
+    if len(fa) != len(fb) or any(x.shape != y.shape for x, y in zip(fa, fb)):
+        return float("inf")
+    return max((float((x.double() - y.double()).abs().max()) for x, y in zip(fa, fb) if x.numel()), default=0.0)
+
+
+def check(original: nn.Module, deployed: nn.Module, inputs: tuple, *, with_compile: bool = True) -> CheckResult:
+    device = str(inputs[0].device)
+    with torch.no_grad():
+        err = max_error(original(*inputs), deployed(*inputs))
+    info = getattr(deployed, "foundry_deploy", None)
+    before = [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] if info else []
+    deployed_ms = median_ms(lambda: deployed(*inputs), device=device)
+    after = [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] if info else []
+    eager_ms = median_ms(lambda: original(*inputs), device=device)
+    compile_ms = None
+    if with_compile:
+        compiled = torch.compile(original)
+        with torch.no_grad():
+            compiled(*inputs)
+        compile_ms = median_ms(lambda: compiled(*inputs), device=device)
+    kernel = sum(a[0] - b[0] for a, b in zip(after, before))
+    fallback = sum(a[1] - b[1] for a, b in zip(after, before))
+    return CheckResult(max_abs_err=err, eager_ms=eager_ms, compile_ms=compile_ms, deployed_ms=deployed_ms,
+                       kernel_calls=kernel, fallback_calls=fallback, threads=torch.get_num_threads())

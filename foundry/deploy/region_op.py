@@ -1,0 +1,126 @@
+"""A region of the deployed model as a torch custom op (`torch.library.custom_op`, with a
+fake implementation, so torch.compile and torch.export trace through it).
+
+The op takes the region's activations and then its parameters. Its dispatch is keyed by
+the activations' shapes and dtypes and the device: a key the search judged a kernel on
+runs that kernel; anything else runs the region's original code (the captured subgraph),
+as does the fake implementation, on fake tensors, to give output shapes. Gradients
+(where anything asks for them, as torch.compile does for parameters that require grad)
+are the original code's: a vector-Jacobian product through the captured subgraph."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from dataclasses import dataclass, field
+
+import torch
+import torch.fx as fx
+import torch.nn as nn
+
+NAMESPACE = "foundry_deploy"
+_counter = itertools.count()
+_lock = threading.Lock()
+
+
+def dispatch_key(tensors) -> tuple:
+    """(shapes and dtypes of `tensors`, device type): what a kernel was judged for."""
+    return tuple((tuple(t.shape), str(t.dtype)) for t in tensors) + (tensors[0].device.type if tensors else "cpu",)
+
+
+def _fresh(outs, args) -> list:
+    """Outputs as new contiguous tensors (a custom op's outputs may not alias its inputs,
+    nor each other)."""
+    ptrs = {a.untyped_storage().data_ptr() for a in args if a.numel()}
+    result = []
+    for o in outs:
+        if o.numel() and o.untyped_storage().data_ptr() in ptrs:
+            o = o.clone()
+        o = o.contiguous()
+        ptrs.add(o.untyped_storage().data_ptr())
+        result.append(o)
+    return result
+
+
+def _fresh_kernel_outputs(outs, args) -> list:
+    """A kernel's outputs, which it allocates: only an output that is an input, or another
+    output, or not contiguous, is copied (cheaper than `_fresh` on every call)."""
+    seen = {id(a) for a in args}
+    result = []
+    for o in outs:
+        if id(o) in seen or not o.is_contiguous():
+            o = o.clone(memory_format=torch.contiguous_format)
+        seen.add(id(o))
+        result.append(o)
+    return result
+
+
+@dataclass
+class RegionDispatch:
+    """The kernels of one region occurrence by dispatch key, and its original code."""
+
+    task_id: str
+    fallback: fx.GraphModule  # (*activations, *params) -> tuple of outputs
+    n_activations: int
+    kernels: dict = field(default_factory=dict)  # dispatch key -> nn.Module (forward(*activations))
+    kernel_calls: int = 0
+    fallback_calls: int = 0
+
+    def __call__(self, args: list) -> list:
+        acts = args[:self.n_activations]
+        kernel = self.kernels.get(dispatch_key(acts))
+        if kernel is not None:
+            self.kernel_calls += 1
+            out = kernel(*[a.contiguous() for a in acts])
+            return _fresh_kernel_outputs(out if isinstance(out, (tuple, list)) else (out,), args)
+        self.fallback_calls += 1
+        return _fresh(self.fallback(*args), args)
+
+
+def register_region_op(dispatch: RegionDispatch):
+    """A new custom op (`foundry_deploy::<task>_<n>`) running `dispatch`; returns its overload."""
+    with _lock:
+        name = f"{''.join(c if c.isalnum() else '_' for c in dispatch.task_id)}_{next(_counter)}"
+    qualname = f"{NAMESPACE}::r{name}"
+
+    @torch.library.custom_op(qualname, mutates_args=())
+    def region(args: list[torch.Tensor]) -> list[torch.Tensor]:
+        with torch.no_grad():
+            return dispatch(list(args))
+
+    @region.register_fake
+    def _(args):
+        return [torch.empty_like(o, memory_format=torch.contiguous_format) for o in dispatch.fallback(*args)]
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(*inputs[0])
+
+    def backward(ctx, grads):
+        args = ctx.saved_tensors
+        _, pullback = torch.func.vjp(lambda *a: tuple(dispatch.fallback(*a)), *args)
+        return list(pullback(tuple(grads))),
+
+    region.register_autograd(backward, setup_context=setup_context)
+    return getattr(getattr(torch.ops, NAMESPACE), f"r{name}").default
+
+
+def same_results(kernel: nn.Module, fallback: fx.GraphModule, args: tuple, n_activations: int,
+                 *, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
+    """None when `kernel` on the activations matches `fallback` on `args`, else how not."""
+    with torch.no_grad():
+        want = fallback(*args)
+        got = kernel(*[a.contiguous() for a in args[:n_activations]])
+    got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+    if len(got) != len(want):
+        return f"{len(got)} outputs, the region has {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return f"output {i} is {tuple(g.shape)} {g.dtype}, the region's is {tuple(w.shape)} {w.dtype}"
+        if w.is_floating_point():
+            scale = float(w.abs().max()) if w.numel() else 0.0
+            err = float((g - w).abs().max()) if w.numel() else 0.0
+            if not err <= atol + rtol * scale:
+                return f"output {i} differs from the region's by up to {err:.3g}"
+        elif not torch.equal(g, w):
+            return f"output {i} differs from the region's"
+    return None

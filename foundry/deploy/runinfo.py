@@ -1,0 +1,94 @@
+"""What deployment reads from a run directory: the tasks folder it ran on (`tasks.path`
+in the run's config.yaml, or one given), that folder's manifest.json (which must be the
+deployed model's: same parameter fingerprint), and per task the best kernel the run
+judged correct and faster than eager (`best/<task>.py`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch.nn as nn
+
+from foundry.extract.errors import UserModelError
+from foundry.extract.manifest import MANIFEST_FILE, Manifest, fingerprint, read_manifest
+from foundry.store.evallog import read_evaluations
+from foundry.store.rundir import RunDir
+from foundry.store.summary import best_record
+
+
+@dataclass(frozen=True)
+class BestKernel:
+    task_id: str
+    path: str  # best/<task>.py
+    candidate_id: str
+    speedup_eager: float
+    speedup_compile: float | None
+    device: str  # the device the run judged it on ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class RunKernels:
+    run_dir: str
+    tasks_dir: str
+    manifest: Manifest
+    kernels: tuple  # BestKernel, one per task that has a deployable one
+    passed_over: tuple  # ((task_id, why), ...) tasks of the manifest without one
+
+
+def tasks_dir_of(run_dir: Path) -> Path:
+    """The tasks folder a run ran on: `tasks.path` of its config.yaml (a relative path is
+    taken from the current directory, as the run took it, else from the run's parent)."""
+    config = run_dir / "config.yaml"
+    if not config.is_file():
+        raise UserModelError(f"run directory {run_dir}: no config.yaml (not a run directory)")
+    from omegaconf import OmegaConf
+    path = OmegaConf.load(config).get("tasks", {}).get("path")
+    if not path:
+        raise UserModelError(f"run directory {run_dir} ran on the project's suite (tasks.path is not set), "
+                             "not on tasks extracted from a model")
+    p = Path(str(path)).expanduser()
+    for candidate in ([p] if p.is_absolute() else [Path.cwd() / p, run_dir.parent / p]):
+        if (candidate / MANIFEST_FILE).is_file():
+            return candidate.resolve()
+    raise UserModelError(f"run directory {run_dir} ran on tasks.path={path}, which holds no {MANIFEST_FILE} "
+                         "(not extracted from a model, or moved: pass tasks_dir=)")
+
+
+def read_run(run_dir: str | Path, model: nn.Module, *, tasks_dir: str | Path | None = None) -> RunKernels:
+    """The run's deployable kernels for `model`; raises UserModelError when the run
+    directory is not one, or was made for another model."""
+    run_path = Path(run_dir).expanduser().resolve()
+    if not run_path.is_dir():
+        raise UserModelError(f"run directory {run_path} does not exist")
+    folder = Path(tasks_dir).resolve() if tasks_dir is not None else tasks_dir_of(run_path)
+    manifest = read_manifest(folder)
+    mine = fingerprint(model)
+    if mine != manifest.fingerprint:
+        raise UserModelError(
+            f"run directory {run_path} was made for another model: its tasks ({folder}) come from "
+            f"{manifest.model_class} with parameter fingerprint {manifest.fingerprint}, but this "
+            f"{type(model).__name__} has fingerprint {mine} (other parameter names, shapes or dtypes)")
+    by_task: dict[str, list] = {}
+    for rec in read_evaluations(run_path):
+        by_task.setdefault(rec.candidate.task_id, []).append(rec)
+    run = RunDir(run_path)
+    kernels, passed = [], []
+    for region in manifest.regions:
+        best = best_record(by_task.get(region.task_id, ()))
+        path = run.best_file(region.task_id)
+        if best is None:
+            passed.append((region.task_id, "no correct kernel in the run"))
+        elif not best.result.speedup_eager or best.result.speedup_eager <= 1.0:
+            passed.append((region.task_id, f"best correct kernel is not faster than eager "
+                                           f"({best.result.speedup_eager:.3g}x)"))
+        elif not path.is_file():
+            passed.append((region.task_id, f"{path} is missing (rebuild it: python -m foundry.report {run_path})"))
+        else:
+            kernels.append(BestKernel(task_id=region.task_id, path=str(path),
+                                      candidate_id=best.candidate.candidate_id,
+                                      speedup_eager=float(best.result.speedup_eager),
+                                      speedup_compile=best.result.speedup_compile,
+                                      device=best.result.device or "cpu"))
+    return RunKernels(run_dir=str(run_path), tasks_dir=str(folder), manifest=manifest,
+                      kernels=tuple(kernels), passed_over=tuple(passed))
