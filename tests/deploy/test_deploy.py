@@ -1,0 +1,201 @@
+"""Deployment: a run directory with one best kernel (a hand-written c-backend ModelNew for
+the linear+GELU region of a small MLP, logged as the judge logs results), swapped into the
+model as a custom op; fallback on unseen shapes; torch.compile and torch.export; errors."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from foundry.deploy import DeployInfo, UserModelError, deploy
+from foundry.deploy.__main__ import main as deploy_main
+from foundry.extract import extract
+from foundry.store.best import write_best
+from foundry.store.evallog import EvaluationLog
+from foundry.store.rundir import RunDir
+from foundry.types import Candidate, EvalResult, Stage
+
+MODELS = Path(__file__).parents[1] / "extract" / "small_models.py"
+
+# A correct c-backend kernel for the region linear -> GELU: torch keeps the matmul
+# (nn.Linear of the task's Model), a C kernel computes the exact (erf) GELU.
+GELU_KERNEL = '''
+import torch
+import torch.nn as nn
+from foundry.kernels import c
+
+PARAMS = {"UNROLL": 1}
+
+SRC = r"""
+#include <math.h>
+#include <stdint.h>
+void gelu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+}
+"""
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear0 = nn.Linear(16, 32, bias=True)
+        self.lib = c.build(SRC)
+
+    def forward(self, x0):
+        h = self.linear0(x0).contiguous()
+        y = torch.empty_like(h)
+        self.lib.gelu(h, y, h.numel())
+        return y
+'''
+
+
+def _models():
+    name = "deploy_test_small_models"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, MODELS)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def make_run(root: Path, tasks: Path, task_id: str, source: str, *, speedup: float, correct: bool = True) -> Path:
+    """A run directory as the main job leaves it, for one judged kernel of `task_id`."""
+    run = RunDir(root)
+    OmegaConf.save(OmegaConf.create({"tasks": {"path": str(tasks)}}), run.config)
+    cand = Candidate.make(task_id=task_id, source=source, backend="c", params={"UNROLL": 1})
+    res = EvalResult(candidate_id=cand.candidate_id, task_id=task_id, stage=int(Stage.CORRECT if correct else
+                                                                                 Stage.VALUE),
+                     correct=correct, runtime_ms=0.01, eager_ms=0.01 * speedup, speedup_eager=speedup,
+                     compile_ms=0.02, speedup_compile=2 * speedup, device="cpu", hardware="cpu:test")
+    log = EvaluationLog(run.path)
+    log.append(cand, res)
+    log.close()
+    if correct:
+        write_best(run, cand, res)
+    return run.path
+
+
+@pytest.fixture(scope="module")
+def mlp_run(tmp_path_factory):
+    model, inputs = _models().build_mlp()
+    tasks = tmp_path_factory.mktemp("tasks")
+    manifest = extract(model, inputs, tasks)
+    task_id = next(r.task_id for r in manifest.regions if r.label == "linear_gelu")
+    run = make_run(tmp_path_factory.mktemp("run"), tasks, task_id, GELU_KERNEL, speedup=1.5)
+    return model, inputs, tasks, run, task_id
+
+
+def test_best_kernel_runs_as_a_custom_op(mlp_run):
+    model, inputs, _, run, task_id = mlp_run
+    gm = deploy(model, run, example_inputs=inputs)
+    info = gm.foundry_deploy
+    assert isinstance(info, DeployInfo)
+    assert [(t, m) for t, m, _ in info.swapped] == [(task_id, ("blocks.0.fc1", "blocks.0.act")),
+                                                    (task_id, ("blocks.1.fc1", "blocks.1.act"))]
+    assert len(re.findall(r"torch\.ops\.foundry_deploy\.\w+\.default", gm.code)) == 2
+    assert "aten.gelu" not in gm.code
+    with torch.no_grad():
+        torch.testing.assert_close(gm(*inputs), model(*inputs))
+    assert [d.kernel_calls for d in info.dispatches] == [1, 1]
+    assert [d.fallback_calls for d in info.dispatches] == [0, 0]
+    kernel = next(iter(info.dispatches[1].kernels.values()))
+    assert kernel.linear0.weight.data_ptr() == model.blocks[1].fc1.weight.data_ptr()  # shared, not copied
+    assert dict(info.passed_over) and all("no correct kernel" in why for _, why in info.passed_over)
+
+
+def test_unseen_batch_size_falls_back_to_the_original_code(mlp_run):
+    model, inputs, _, run, _ = mlp_run
+    gm = deploy(model, run, example_inputs=inputs)
+    x = torch.randn(5, 16)
+    with torch.no_grad():
+        want = model(x)
+        got = gm(x)
+    assert torch.equal(got, want)
+    assert [(d.kernel_calls, d.fallback_calls) for d in gm.foundry_deploy.dispatches] == [(0, 1), (0, 1)]
+
+
+def test_deployed_model_traces_under_torch_compile_and_export(mlp_run):
+    model, inputs, _, run, _ = mlp_run
+    gm = deploy(model, run, example_inputs=inputs)
+    compiled = torch.compile(gm, backend="aot_eager", fullgraph=True)
+    x5 = torch.randn(5, 16)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*inputs), model(*inputs))
+        torch.testing.assert_close(compiled(x5), model(x5))  # another batch size: the fallback, compiled
+    assert [d.kernel_calls for d in gm.foundry_deploy.dispatches] == [1, 1]
+    assert all(d.fallback_calls >= 1 for d in gm.foundry_deploy.dispatches)
+    program = torch.export.export(gm, inputs)
+    assert sum("foundry_deploy" in str(n.target) for n in program.graph.nodes) == 2
+    x = inputs[0].clone().requires_grad_()
+    gm(x).sum().backward()  # gradients go through the original code
+    ref = inputs[0].clone().requires_grad_()
+    model(ref).sum().backward()
+    torch.testing.assert_close(x.grad, ref.grad)
+
+
+def test_a_slower_or_incorrect_kernel_is_not_swapped_in(mlp_run, tmp_path):
+    model, inputs, tasks, _, task_id = mlp_run
+    slow = make_run(tmp_path / "slow", tasks, task_id, GELU_KERNEL, speedup=0.8)
+    info = deploy(model, slow, example_inputs=inputs).foundry_deploy
+    assert not info.swapped and "not faster than eager (0.8x)" in dict(info.passed_over)[task_id]
+    wrong = make_run(tmp_path / "wrong", tasks, task_id, GELU_KERNEL, speedup=3.0, correct=False)
+    info = deploy(model, wrong, example_inputs=inputs).foundry_deploy
+    assert not info.swapped and dict(info.passed_over)[task_id] == "no correct kernel in the run"
+
+
+def test_a_kernel_that_computes_something_else_is_passed_over(mlp_run, tmp_path):
+    model, inputs, tasks, _, task_id = mlp_run
+    relu = GELU_KERNEL.replace("0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f))", "x[i] > 0 ? x[i] : 0")
+    run = make_run(tmp_path / "relu", tasks, task_id, relu, speedup=2.0)
+    info = deploy(model, run, example_inputs=inputs).foundry_deploy
+    assert not info.swapped and "differs from the region's" in dict(info.passed_over)[task_id]
+
+
+def test_run_directory_of_another_model_is_refused(mlp_run):
+    _, _, _, run, _ = mlp_run
+    other, _ = _models().build_wide_mlp()
+    with pytest.raises(UserModelError, match=r"made for another model: .* SmallMLP with parameter fingerprint"):
+        deploy(other, run)
+
+
+def test_not_a_run_directory_is_refused(tmp_path, mlp_run):
+    model = mlp_run[0]
+    with pytest.raises(UserModelError, match="does not exist"):
+        deploy(model, tmp_path / "nowhere")
+    with pytest.raises(UserModelError, match="no config.yaml"):
+        deploy(model, tmp_path)
+
+
+def test_a_kernel_whose_shapes_no_longer_match_is_refused(mlp_run, tmp_path):
+    model, inputs, tasks, _, task_id = mlp_run
+    other_tasks = tmp_path / "tasks"
+    shutil.copytree(tasks, other_tasks)
+    bad = GELU_KERNEL.replace("nn.Linear(16, 32", "nn.Linear(16, 48")
+    run = make_run(tmp_path / "run", other_tasks, task_id, bad, speedup=2.0)
+    with pytest.raises(UserModelError, match=r"parameter 'linear0.weight' is \(48, 16\).*no longer match"):
+        deploy(model, run, example_inputs=inputs)
+    task_file = other_tasks / f"{task_id}.py"
+    task_file.write_text(task_file.read_text().replace("x0_shape = (8, 16)", "x0_shape = (4, 16)"))
+    good = make_run(tmp_path / "run2", other_tasks, task_id, GELU_KERNEL, speedup=2.0)
+    with pytest.raises(UserModelError, match=rf"task .*{task_id}.py: its inputs are .*no longer match"):
+        deploy(model, good, example_inputs=inputs)
+
+
+def test_cli_check_prints_error_and_speedups(mlp_run, capsys):
+    _, _, _, run, task_id = mlp_run
+    assert deploy_main([f"{MODELS}:build_mlp", str(run), "--check", "--no-compile"]) == 0
+    out = capsys.readouterr().out
+    assert "2 region occurrence(s) swapped in" in out and task_id in out
+    err = float(re.search(r"largest abs error (\S+)", out).group(1))
+    assert err < 1e-4
+    assert re.search(r"eager \S+ ms, deployed \S+ ms -> \S+x vs eager", out)
+    assert deploy_main([f"{MODELS}:build_wide_mlp", str(run)]) == 2
+    assert "made for another model" in capsys.readouterr().err
