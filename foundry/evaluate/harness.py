@@ -28,6 +28,7 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from foundry import kernels  # noqa: E402
 from foundry.evaluate import compile_guard, cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
+from foundry.evaluate import triton_warmup  # noqa: E402
 from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
 from foundry.evaluate.trial_inputs import make_trial_inputs, trial_input_spec  # noqa: E402
@@ -95,6 +96,7 @@ class Worker:
         self.channel = protocol.Channel(result_fd, ack_fd=job_fd, shm_fd=shm_fd,
                                         cuda_ipc=job.cuda_ipc and job.device == "cuda")
         self._profiled = False
+        self._candidate_written = False
         self._setup_done = False  # the backend's worker setup ran (once per job)
         self.poison_s = 0.0  # spent making never-written memory read as poison
 
@@ -147,9 +149,7 @@ class Worker:
             mod_name, fn = cand.worker_setup.split(":")
             getattr(importlib.import_module(mod_name), fn)()
             self._setup_done = True
-        path = os.path.join(os.getcwd(), "candidate.py")
-        with open(path, "w") as f:
-            f.write(cand.source)
+        path = self.write_candidate_file()
         module = types.ModuleType("foundry_candidate")
         module.__file__ = path
         sys.modules["foundry_candidate"] = module
@@ -163,6 +163,16 @@ class Worker:
         if not isinstance(module.__dict__.get("ModelNew"), type):
             raise TypeError("the candidate defines no class ModelNew")
         return module
+
+    def write_candidate_file(self) -> str:
+        """The candidate's source as a file (Triton reads a kernel's source back from it),
+        written once per job: a screen's warm-up threads load it concurrently."""
+        path = os.path.join(os.getcwd(), "candidate.py")
+        if not self._candidate_written:
+            with open(path, "w") as f:
+                f.write(self.job.candidate.source)
+            self._candidate_written = True
+        return path
 
     def construct(self, cls) -> list:
         models = []
@@ -254,11 +264,15 @@ class Worker:
             self.wait_go()
 
     def run_screen(self) -> None:
-        """Each point: load the candidate with its params, run trial 0's inputs once, send
-        the output (the judge compares it), then time it on the first timing set. A point
-        that fails is reported and the next one runs; one process builds them all."""
+        """Every point first: load the candidate with its params, run trial 0's inputs
+        once and send the output (the judge compares it); a point that fails is reported
+        and the next one runs. Then, with the device to itself once, time each point that
+        ran on the first timing set, one after another. One process builds them all."""
         job = self.job
         self.trials[0]["inputs"] = None  # each point gets inputs regenerated from the seed
+        if job.candidate.backend == "triton":
+            self.warm_up_points()
+        built: list = []  # (point index, model) of the points that ran
         for k, point in enumerate(job.points):
             try:
                 module = self.load_candidate(params=point)
@@ -271,15 +285,37 @@ class Worker:
             self.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors), **info},
                       tensors)
             del out, tensors
-            if not self.wait_go():  # the go comes with the device to itself
-                return
-            self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False)
-            self.wait_go()  # timed: the device is let go
-            del model, module
+            built.append((k, model))
+        if not built:
+            return
+        sets = [self.fresh_inputs(i) for i in job.timing.sets]  # one timing set for every point
+        if not self.wait_go():  # the go comes with the device to itself
+            return
+        for k, model in built:
+            self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False, sets=sets)
+        self.wait_go()  # timed: the device is let go
+
+    def warm_up_points(self) -> None:
+        """Compile the screen's Triton points in parallel first (triton_warmup): each
+        point's forward called once on trial 0's inputs, its launches compile-only."""
+        self.write_candidate_file()
+        inputs = self.fresh_inputs(0)
+
+        def call_point(point: dict) -> None:
+            model = self.construct(self.load_candidate(params=point).ModelNew)[0]
+            with torch.no_grad():
+                model(*inputs)
+
+        t0 = self.clock()
+        warmed = triton_warmup.warm_up(call_point, self.job.points)
+        self.send({"kind": "screen_warmup", "points_warmed": warmed, "warmup_s": (self.clock() - t0) / 1e9})
 
     def time_model(self, model, timing: TimingSpec, *, kind: str, extra: dict | None = None,
-                   fatal: bool = True) -> None:
-        sets = [self.fresh_inputs(i) for i in timing.sets]
+                   fatal: bool = True, sets: list | None = None) -> None:
+        """Time `model` on `timing`'s input sets (fresh ones, unless `sets` are given: a
+        screen's points share one set, changed in place from point to point)."""
+        if sets is None:
+            sets = [self.fresh_inputs(i) for i in timing.sets]
 
         def call(inputs):
             with torch.no_grad():

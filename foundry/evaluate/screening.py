@@ -1,7 +1,8 @@
 """Screening a candidate's TUNABLE points in one sandbox job (the judge's side).
 
-The worker builds each point, runs it once on trial 0's inputs and times it with the
-judge's protocol (harness `run_screen`). Here each output is compared as it arrives and
+The worker builds each point and runs it once on trial 0's inputs, then, with the
+device to itself once, times every point that ran with the judge's protocol, one after
+another (harness `run_screen`). Here each output is compared as it arrives and
 dropped at once, so the judge holds one output at a time whatever the number of points.
 Unlike a full evaluation, the reference output exists while the candidate's code runs:
 a screen only picks finalists, and every finalist then gets a full evaluation in a fresh
@@ -37,8 +38,8 @@ class ScreenCollector:
         self._timing_start: dict[int, float] = {}
         self._timing_end: dict[int, float] = {}
         self._last_at: float | None = None  # the previous message's arrival
-        self._trial_at: float | None = None  # the last point's output arrival
         self.seconds: dict[int, dict[str, float]] = {}
+        self.warmup: dict = {}  # the parallel compile before the points, where the worker ran one
 
     def _point(self, header: dict) -> int | None:
         k = header.get("point")
@@ -52,6 +53,9 @@ class ScreenCollector:
         kind = msg.header.get("kind")
         k = self._point(msg.header)
         previous, self._last_at = self._last_at, msg.at
+        if kind == "screen_warmup":  # the points' kernels compiled in parallel first
+            self.warmup = {"warmup_s": round(max(0.0, msg.at - (previous or msg.at)), 4),
+                           "points_warmed": int(msg.header.get("points_warmed") or 0)}
         if k is None:
             return
         if kind in ("screen_error", "screen_trial") and k not in self.seconds and previous is not None:
@@ -59,12 +63,13 @@ class ScreenCollector:
         if kind == "screen_error":
             self.errors.setdefault(k, str(msg.header.get("error", ""))[-1500:])
         elif kind == "screen_trial":
-            self._trial_at = msg.at
             self._check_output(k, msg)
         elif kind == "timing_start":
             self._timing_start[k] = msg.at
-            if self._trial_at is not None:
-                self.seconds.setdefault(k, {})["device_wait_s"] = round(max(0.0, msg.at - self._trial_at), 4)
+            if not self._timing_start.keys() - {k} and previous is not None:
+                # the first timed point: from the worker's idle (every point built) to its
+                # timed window, the wait for the device to itself and the point's warm-up
+                self.seconds.setdefault(k, {})["device_wait_s"] = round(max(0.0, msg.at - previous), 4)
         elif kind == "timing_end":
             self._timing_end[k] = msg.at
         elif kind == "screen_timing":
@@ -102,6 +107,8 @@ class ScreenCollector:
         out = []
         for k, params in enumerate(self.points):
             seconds = dict(self.seconds.get(k, {}))
+            if k == 0 and self.warmup:  # the job's parallel compile, counted once
+                seconds["warmup_s"] = self.warmup["warmup_s"]
             if k in self.errors:
                 out.append(ScreenedPoint(dict(params), False, None, self.errors[k], seconds=seconds))
             elif k in self.checked and k in self.runtime_ms:

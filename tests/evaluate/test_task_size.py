@@ -1,4 +1,4 @@
-"""TaskSize.evaluation_bytes: the peak of one evaluation, as the worker and judge hold data."""
+"""TaskSize: the peak bytes of one evaluation and of one screen, as the worker and judge hold data."""
 
 from foundry.evaluate.task_size import TaskSize
 
@@ -16,3 +16,11 @@ def test_many_trials_peak_while_every_trial_input_is_built():
     size = TaskSize(input_bytes=10 * GB, output_bytes=1 * GB)
     # the five trials' inputs are built before the candidate loads: that is the worker's peak
     assert size.evaluation_bytes(full_trials=5, timing_sets=2) == (5 * 10 + 1 + 8) * GB
+
+
+def test_a_screen_holds_one_point_at_a_time_so_it_reserves_far_less_than_an_evaluation():
+    size = TaskSize(input_bytes=6 * GB, output_bytes=6 * GB)
+    # judge: the reference and its copy of one point's output; worker: trial 0's inputs and
+    # that point's output (or, later, its one timing set and a timed output)
+    assert size.screen_bytes() == (6 + 3 * 6) * GB
+    assert size.screen_bytes() < size.evaluation_bytes(full_trials=2, timing_sets=3) / 2

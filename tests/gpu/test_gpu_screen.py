@@ -1,0 +1,52 @@
+"""A screen of Triton points on a real GPU: the points' kernels compiled in parallel
+first (compile-only launches), then each point built, checked and timed as before."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import RELU_TASK, gpu_eval_config
+
+pytestmark = pytest.mark.gpu
+
+TUNED_RELU = '''
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+TUNABLE = {"BLOCK": [256, 512, 1024, 2048], "SCALE": [1, 2]}
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr, SCALE: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0) * SCALE, mask=m)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        block = PARAMS["BLOCK"]
+        relu_kernel[(triton.cdiv(x.numel(), block),)](x, y, x.numel(), BLOCK=block, SCALE=PARAMS["SCALE"])
+        return y
+'''
+
+
+def test_triton_points_are_compiled_in_parallel_then_screened_one_by_one():
+    from foundry.evaluate.evaluator import Evaluator
+    from foundry.tasks.loader import load_task
+    from foundry.types import Candidate
+
+    task = load_task(RELU_TASK, profile="small")
+    points = [{"BLOCK": b, "SCALE": s} for s in (1, 2) for b in (256, 512, 1024, 2048)]
+    with Evaluator(config=gpu_eval_config()) as ev:
+        cand = Candidate.make(task_id=task.task_id, source=TUNED_RELU, backend="triton")
+        screened = ev.screen(task=task, candidate=cand, points=points)
+    assert [p.params for p in screened] == points
+    assert all(p.ok and p.runtime_ms > 0 for p in screened[:4]), screened[:4]
+    assert all(not p.ok and "max abs error" in p.error for p in screened[4:]), screened[4:]  # twice the answer
+    assert screened[0].seconds["warmup_s"] > 0
+    assert all("timing_s" in p.seconds for p in screened)
