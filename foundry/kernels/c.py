@@ -21,7 +21,8 @@ a build is written to a temporary file and renamed, so concurrent builds are saf
 
 C++ sources (``language="c++"``, the system C++ compiler, ``-std=c++17``) export their
 kernels as ``extern "C"`` functions; ``torch_headers=True`` adds the installed torch's
-header and library directories (ATen's vector types, Inductor's ``cpp_prefix.h``), and
+header and library directories (ATen's vector types, Inductor's ``cpp_prefix.h``; linked
+against libtorch_cpu and libc10), and
 the torch version and its header directory join the build's cache key.
 """
 
@@ -119,7 +120,8 @@ def compiler(language: str = "c") -> str:
 
 def torch_build_flags() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     """(compile flags, link flags, cache-key text) for building against the installed
-    torch's headers: its include directories, and libc10 (header code may call into it)."""
+    torch's headers: its include directories, and libtorch_cpu and libc10 (header code
+    calls into them: ATen's vector math into the SLEEF functions libtorch_cpu exports)."""
     import torch  # only builds that ask for torch's headers need torch
 
     root = Path(torch.__file__).resolve().parent
@@ -127,7 +129,7 @@ def torch_build_flags() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     if not (include / "ATen").is_dir():
         raise BuildError(f"the installed torch at {root} ships no C++ headers ({include}/ATen is missing)")
     compile_flags = (f"-I{include}", f"-I{include / 'torch' / 'csrc' / 'api' / 'include'}")
-    link_flags = (f"-L{lib}", "-lc10", f"-Wl,-rpath,{lib}")
+    link_flags = (f"-L{lib}", "-ltorch_cpu", "-lc10", f"-Wl,-rpath,{lib}")
     return compile_flags, link_flags, f"torch {torch.__version__} {include}"
 
 
@@ -227,7 +229,7 @@ def build(source: str, *, flags: Sequence[str] = (), timeout_s: float = BUILD_TI
         compile_flags, torch_link, torch_key = torch_build_flags()
         all_flags += compile_flags
         link_flags = [*torch_link, *link_flags]
-        key_parts.append(torch_key)
+        key_parts += [torch_key, *link_flags]
     key = hashlib.sha256("\0".join(key_parts).encode()).hexdigest()[:24]
     with _lock:
         if key in _loaded:
