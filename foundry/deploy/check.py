@@ -1,6 +1,7 @@
 """Compare a deployed model with the original on fresh inputs: the largest error, and the
 end-to-end time of the original in eager mode, of torch.compile of the original and of
-the deployed model, measured in the same process on the same inputs."""
+the deployed model, measured in the same process on the same inputs, in interleaved
+rounds (a change of the machine's load weighs on all three alike)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from foundry.extract.timing import median_ms
+from foundry.extract.timing import interleaved_median_ms
 
 
 @dataclass(frozen=True)
@@ -18,7 +19,7 @@ class CheckResult:
     eager_ms: float
     compile_ms: float | None
     deployed_ms: float
-    kernel_calls: int  # calls that ran a swapped-in kernel during the timed runs
+    kernel_calls: int  # calls that ran a swapped-in kernel during the timed runs (all three timed together)
     fallback_calls: int
     threads: int
 
@@ -54,15 +55,15 @@ def check(original: nn.Module, deployed: nn.Module, inputs: tuple, *, with_compi
         err = max_error(original(*inputs), deployed(*inputs))
     info = getattr(deployed, "foundry_deploy", None)
     before = [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] if info else []
-    deployed_ms = median_ms(lambda: deployed(*inputs), device=device)
-    after = [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] if info else []
-    eager_ms = median_ms(lambda: original(*inputs), device=device)
-    compile_ms = None
+    fns = [lambda: deployed(*inputs), lambda: original(*inputs)]
     if with_compile:
         compiled = torch.compile(original)
         with torch.no_grad():
             compiled(*inputs)
-        compile_ms = median_ms(lambda: compiled(*inputs), device=device)
+        fns.append(lambda: compiled(*inputs))
+    deployed_ms, eager_ms, *rest = interleaved_median_ms(fns, device=device)
+    compile_ms = rest[0] if rest else None
+    after = [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] if info else []
     kernel = sum(a[0] - b[0] for a, b in zip(after, before))
     fallback = sum(a[1] - b[1] for a, b in zip(after, before))
     return CheckResult(max_abs_err=err, eager_ms=eager_ms, compile_ms=compile_ms, deployed_ms=deployed_ms,

@@ -1,7 +1,8 @@
 """`extract(model, example_inputs, out=DIR)`: capture the forward, run it once on the
 example inputs' device, split it into regions, merge repeated regions into one task,
 time each region on its captured inputs, and write one KernelBench task per region plus
-manifest.json (foundry.extract.manifest)."""
+manifest.json (foundry.extract.manifest). The forward and the regions are timed in
+interleaved rounds (foundry.extract.timing), so their ratios hold on a busy machine."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from foundry.extract.subgraph import region_arguments, region_module
 from foundry.extract.taskcheck import check_task
 from foundry.extract.taskgen import SPELLINGS, NotExpressible, write_task_source
 from foundry.extract.spec import check_runs, checked_model
-from foundry.extract.timing import median_ms
+from foundry.extract.timing import interleaved_median_ms
 from foundry.extract.values import TensorInfo
 
 
@@ -43,6 +44,13 @@ def group_regions(regions: tuple) -> list[list[Region]]:
     for r in regions:
         groups.setdefault(r.key, []).append(r)
     return list(groups.values())
+
+
+def _region_call(gm, region: Region, obs):
+    """A call of the region's own code on its captured inputs (what its time share is measured on)."""
+    sub = region_module(gm, region)
+    args = region_arguments(gm, region, obs.values)
+    return lambda: sub(*args)
 
 
 def _task_id(index: int, label: str) -> str:
@@ -96,14 +104,13 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
                              "or pointwise/reduction op worth a kernel")
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    forward_ms = median_ms(lambda: model(*inputs), device=device)
+    groups = group_regions(regions)
+    forward_ms, *region_ms = interleaved_median_ms(
+        [lambda: model(*inputs)] + [_region_call(gm, g[0], obs) for g in groups], device=device)
     by_name = {n.name: n for n in gm.graph.nodes}
     entries, skipped = [], []
-    for group in group_regions(regions):
+    for group, time_ms in zip(groups, region_ms):
         first = group[0]
-        sub = region_module(gm, first)
-        args = region_arguments(gm, first, obs.values)
-        time_ms = median_ms(lambda: sub(*args), device=device)
         modules = [tuple(dict.fromkeys(module_path(by_name[n]) for n in r.nodes)) for r in group]
         task_id = _task_id(len(entries) + 1, first.label)
         src, why = _write_task(folder, task_id, gm, first, obs, _doc(model, first.label, group, modules, device))

@@ -35,3 +35,19 @@ def median_ms(fn: Callable[[], object], *, device: str = "cpu", min_reps: int = 
             _sync(device)
             times.append((time.perf_counter() - t0) * 1e3)
     return statistics.median(times)
+
+
+ROUNDS = 5
+ROUND_TIME_S = 0.04
+
+
+def interleaved_median_ms(fns: list[Callable[[], object]], *, device: str = "cpu", rounds: int = ROUNDS,
+                          round_time_s: float = ROUND_TIME_S) -> list[float]:
+    """The median milliseconds of each of `fns`, measured in `rounds` interleaved rounds
+    (each fn timed briefly in every round; the median over rounds), so that a change of
+    the machine's load during the measurement weighs on all of them alike."""
+    per_fn: list[list[float]] = [[] for _ in fns]
+    for _ in range(rounds):
+        for times, fn in zip(per_fn, fns):
+            times.append(median_ms(fn, device=device, min_reps=3, min_time_s=round_time_s))
+    return [statistics.median(t) for t in per_fn]
