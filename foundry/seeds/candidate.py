@@ -14,6 +14,7 @@ import ast
 import textwrap
 from dataclasses import dataclass
 
+from foundry.seeds.result import SeedError
 from foundry.seeds.wrapper import HELPERS
 from foundry.templates.candidate import REFERENCE_NAME, reference_source
 
@@ -25,7 +26,7 @@ def _input_key(inputs):
 '''
 
 
-class SignatureError(ValueError):
+class SignatureError(SeedError):
     """The task's forward has a signature a seed cannot reproduce."""
 
 

@@ -15,19 +15,20 @@ This is the generator's side: it runs torch.compile here, never in a candidate.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from foundry.tasks.inputs import make_init_inputs, make_inputs, InputSpec, seed_everything
+from foundry.seeds.result import SeedError
+from foundry.tasks.inputs import InputSpec, make_init_inputs, make_inputs, seed_everything
 from foundry.tasks.loader import build_module
 from foundry.types import Task
 
 INIT_SEED = 0
 
 
-class CaptureError(RuntimeError):
+class CaptureError(SeedError):
     """torch.compile's result cannot become a seed; the message says why."""
 
 
@@ -56,6 +57,9 @@ class Capture:
     overrides: tuple  # the size overrides on top of the task's profile, as sorted items
     threads: int
     torch_version: str
+    # Triton kernels (CUDA): the config Inductor's autotuner picked for each, by kernel name:
+    # {"kwargs": {"XBLOCK": ...}, "num_warps": n, "num_stages": n}
+    configs: dict = field(default_factory=dict)
 
 
 def input_key(inputs) -> tuple:
@@ -134,6 +138,36 @@ def _outputs(result: Any, graph_out: Any, inputs: list) -> tuple[tuple, str]:
     return tuple(mapped), kind
 
 
+def picked_configs(code: str) -> dict:
+    """The config each Triton kernel of `code` runs with, read from the autotuners of the
+    output module Inductor loaded for it (after the first call: autotuned, one launcher)."""
+    from torch._inductor.codecache import PyCodeCache
+
+    modules = [m for m in PyCodeCache.modules if getattr(m, "__file__", None)]
+    module = None
+    for m in reversed(modules):
+        try:
+            with open(m.__file__) as f:
+                if f.read() == code:
+                    module = m
+                    break
+        except OSError:
+            continue
+    if module is None:
+        raise CaptureError("the output module Inductor loaded for this graph was not found (to read the "
+                           "configs its autotuner picked)")
+    configs = {}
+    for name, obj in vars(module).items():
+        launchers = getattr(obj, "launchers", None)
+        if not launchers:
+            continue
+        if len(launchers) != 1:
+            raise CaptureError(f"kernel {name!r} still has {len(launchers)} configs after its first call")
+        cfg = launchers[0].config
+        configs[name] = {"kwargs": dict(cfg.kwargs), "num_warps": cfg.num_warps, "num_stages": cfg.num_stages}
+    return configs
+
+
 @contextlib.contextmanager
 def _threads(n: int):
     before = torch.get_num_threads()
@@ -171,4 +205,4 @@ def capture(task: Task, *, device: str = "cpu", overrides: dict | None = None, t
     return Capture(task_id=task.task_id, device=device, code=codes[0], args=_graph_args(args, model, inputs),
                    outputs=outputs, output_kind=kind, input_key=input_key(inputs), init_args=repr(init),
                    overrides=tuple(sorted((overrides or {}).items())), threads=threads,
-                   torch_version=torch.__version__)
+                   torch_version=torch.__version__, configs=picked_configs(codes[0]) if device == "cuda" else {})

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from foundry.seeds.candidate import BackendPart
 from foundry.seeds.output_code import InductorKernel
+from foundry.seeds.result import SeedError
 
 PREFIX_INCLUDE = "#include <torch/csrc/inductor/cpp_prefix.h>"
 HEADER = '''import torch
@@ -29,7 +30,7 @@ _DROPPED = frozenset({"O3", "march=native", "shared", "fPIC", "fopenmp", "Wall",
 _KERNEL_DEF = re.compile(r'extern\s+"C"\s+void\s+kernel\s*\(')
 
 
-class CppSeedError(ValueError):
+class CppSeedError(SeedError):
     """Inductor's C++ output cannot be held as a c-backend library; the message says why."""
 
 

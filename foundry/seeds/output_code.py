@@ -17,10 +17,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from foundry.seeds.result import SeedError
+
 KERNEL_KINDS = {"cpp_pybinding": "cpp", "triton": "triton"}
 
 
-class OutputCodeError(ValueError):
+class OutputCodeError(SeedError):
     """The output code is not in a form this reader knows; the message names what."""
 
 

@@ -10,39 +10,13 @@ Where no seed can be made the `Seed` has no source and its note says why.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from foundry.seeds.candidate import RunMethod, SignatureError, assemble, forward_parameters
+from foundry.seeds.candidate import RunMethod, assemble, forward_parameters
 from foundry.seeds.capture import Capture, CaptureError, capture
-from foundry.seeds.emit_cpp import (CppSeedError, cpp_launch, cpp_library_source, cpp_part,
-                                    inductor_cpp_flags)
-from foundry.seeds.output_code import OutputCode, OutputCodeError, parse_output_code
-from foundry.seeds.wrapper import WrapperError, translate
+from foundry.seeds.emit_cpp import CppSeedError, cpp_launch, cpp_library_source, cpp_part, inductor_cpp_flags
+from foundry.seeds.output_code import OutputCode, parse_output_code
+from foundry.seeds.result import Seed, SeedError, no_seed
+from foundry.seeds.wrapper import translate
 from foundry.types import Task
-
-SEED_ERRORS = (CaptureError, OutputCodeError, WrapperError, CppSeedError, SignatureError)
-
-
-@dataclass(frozen=True)
-class Seed:
-    """A compiler seed for one task: `source` (empty when there is none), its backend,
-    how many kernels of its own it launches, and a note: what was captured, or why no seed."""
-
-    task_id: str
-    device: str
-    backend: str
-    source: str
-    kernels: int
-    note: str
-    specializations: int = 0
-
-    @property
-    def ok(self) -> bool:
-        return bool(self.source)
-
-
-def _none(task: Task, device: str, why: str) -> Seed:
-    return Seed(task_id=task.task_id, device=device, backend="", source="", kernels=0, note=f"no seed: {why}")
 
 
 def size_sets(task: Task) -> list[dict]:
@@ -55,11 +29,12 @@ def _capture_all(task: Task, device: str, threads: int) -> list[Capture]:
     for overrides in size_sets(task):
         try:
             captures.append(capture(task, device=device, overrides=overrides, threads=threads))
-        except CaptureError:
+        except SeedError:
             raise
         except Exception as e:  # noqa: BLE001 - torch.compile itself failed on this task
+            first = (str(e).strip().splitlines() or [""])[0][:200]
             raise CaptureError(f"torch.compile failed at sizes {overrides or 'of the task'}: "
-                               f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}") from e
+                               f"{type(e).__name__}: {first}") from e
     return captures
 
 
@@ -101,6 +76,12 @@ def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
     Inductor's kernels generated for `threads` CPU threads (the judge's thread count)."""
     if device not in ("cpu", "cuda"):
         raise ValueError(f"unknown device {device!r} for a compiler seed (choose cpu or cuda)")
+    if device == "cuda":
+        import torch
+        if not torch.cuda.is_available():
+            return no_seed(task.task_id, device, "a Triton seed is captured on a CUDA GPU and this machine has none "
+                                                 "(foundry.seeds.triton_seed.seed_from_output_code takes output "
+                                                 "code saved on one)")
     try:
         captures = _capture_all(task, device, threads)
         codes = [parse_output_code(c.code) for c in captures]
@@ -108,5 +89,5 @@ def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
             return _cpu_seed(task, captures, codes)
         from foundry.seeds.triton_seed import triton_seed
         return triton_seed(task, captures, codes)
-    except SEED_ERRORS as e:
-        return _none(task, device, str(e))
+    except SeedError as e:
+        return no_seed(task.task_id, device, str(e))

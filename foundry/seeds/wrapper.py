@@ -16,6 +16,7 @@ import ast
 from typing import Callable
 
 from foundry.seeds.output_code import InductorKernel, OutputCode
+from foundry.seeds.result import SeedError
 
 # library calls the judge allows where the task has them (foundry.evaluate.verdict.LIBRARY_OPS)
 LIBRARY_CALLS = frozenset({"mm", "bmm", "addmm", "baddbmm", "addmv", "mv", "dot"})
@@ -58,7 +59,7 @@ def _convolution(x, weight, bias, stride, padding, dilation, transposed, output_
 Launch = Callable[[ast.Call, InductorKernel], str]
 
 
-class WrapperError(ValueError):
+class WrapperError(SeedError):
     """The wrapper does something a seed cannot keep; the message names it."""
 
 
