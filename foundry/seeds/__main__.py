@@ -1,5 +1,9 @@
 """`python -m foundry.seeds TASK_FILE [--device cpu|cuda] [--out FILE] [--threads N]
-[--profile small|full]`: write the compiler seed of one task.
+[--profile small|full] [--output-code FILE --configs FILE]`: write the compiler seed of one task.
+
+With --output-code and --configs (device cuda) the Triton seed is made from Inductor output
+code and the configs its autotuner picked, saved on a GPU; without them the task is
+compiled here.
 
 The seed goes to --out (or stdout); a line on stderr says what was captured. Exit 0 when
 a seed was written, 1 when the task gets none (the reason on stderr), 2 for bad usage or
@@ -28,7 +32,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=1, help="CPU threads Inductor generates for (the judge's)")
     p.add_argument("--profile", choices=("small", "full"), default=None,
                    help="task size profile (default: small on cpu, full on cuda)")
+    p.add_argument("--output-code", default=None,
+                   help="cuda: Inductor output code saved on a GPU (made at the profile's sizes), instead of "
+                        "compiling here")
+    p.add_argument("--configs", default=None,
+                   help="with --output-code: JSON {kernel name: chosen config (kwargs, num_warps, num_stages)}")
     args = p.parse_args(argv)
+    if bool(args.output_code) != bool(args.configs):
+        p.error("--output-code and --configs go together")
+    if args.output_code and args.device != "cuda":
+        p.error("--output-code is for --device cuda (a Triton seed)")
     if args.threads < 1:
         p.error(f"--threads must be at least 1, got {args.threads}")
     from foundry.tasks.loader import TaskError, load_task
@@ -36,8 +49,20 @@ def main(argv: list[str] | None = None) -> int:
         task = load_task(args.task_file, profile=args.profile or ("small" if args.device == "cpu" else "full"))
     except TaskError as e:
         p.error(str(e).replace("\n", " "))
-    from foundry.seeds import inductor_seed
-    seed = inductor_seed(task, device=args.device, threads=args.threads)
+    if args.output_code:
+        import json
+        from foundry.seeds.triton_seed import seed_from_output_code
+        try:
+            code = Path(args.output_code).read_text()
+            configs = json.loads(Path(args.configs).read_text())
+        except (OSError, ValueError) as e:
+            p.error(f"cannot read --output-code/--configs: {e}")
+        small = load_task(args.task_file, profile="small").size_overrides
+        seed = seed_from_output_code(task, code, configs, sizes=None, mapping_sizes=small or None,
+                                     origin=f"from the output code in {Path(args.output_code).name}")
+    else:
+        from foundry.seeds import inductor_seed
+        seed = inductor_seed(task, device=args.device, threads=args.threads)
     if not seed.ok:
         sys.stderr.write(f"{task.task_id}: {seed.note}\n")
         return 1

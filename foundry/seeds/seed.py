@@ -10,6 +10,8 @@ Where no seed can be made the `Seed` has no source and its note says why.
 
 from __future__ import annotations
 
+import ast
+
 from foundry.seeds.candidate import RunMethod, assemble, forward_parameters
 from foundry.seeds.capture import Capture, CaptureError, capture
 from foundry.seeds.emit_cpp import CppSeedError, cpp_launch, cpp_library_source, cpp_part, inductor_cpp_flags
@@ -19,9 +21,24 @@ from foundry.seeds.wrapper import translate
 from foundry.types import Task
 
 
+def declared_small_sizes(task: Task) -> dict:
+    """The task file's SMALL_SIZES literal ({} when it declares none)."""
+    for node in ast.parse(task.source).body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["SMALL_SIZES"]:
+            value = ast.literal_eval(node.value)
+            return dict(value) if isinstance(value, dict) else {}
+    return {}
+
+
 def size_sets(task: Task) -> list[dict]:
-    """The sizes a seed is generated for: the task's own, then each shape variant."""
-    return [{}] + [dict(v) for v in task.variants]
+    """The sizes a seed is generated for (overrides on top of the task's profile): the
+    task's own, each shape variant, and for a task at its full sizes its SMALL_SIZES too
+    (where the judge runs a large task's further trials)."""
+    sets = [{}] + [dict(v) for v in task.variants]
+    small = declared_small_sizes(task)
+    if small and {**task.size_overrides, **small} != dict(task.size_overrides):
+        sets.append(small)
+    return sets
 
 
 def _capture_all(task: Task, device: str, threads: int) -> list[Capture]:

@@ -139,3 +139,16 @@ def test_interpreted_kernels_match_the_reference(seeds, tmp_path, name):
         got = model(*inputs)
         want = reference(*[x[:rows] for x in inputs])
     torch.testing.assert_close(got[:rows], want, atol=1e-4, rtol=1e-4)
+
+
+def test_cli_makes_a_triton_seed_from_saved_output_code(tmp_path, capsys):
+    from foundry.seeds.__main__ import main
+    from tests.seeds.conftest import DATA
+    out = tmp_path / "seed.py"
+    task = SAMPLES["h200_masked_cumsum"][0]
+    assert main([str(task), "--device", "cuda", "--output-code", str(DATA / "h200_masked_cumsum.py.txt"),
+                 "--configs", str(DATA / "h200_masked_cumsum.configs.json"), "--out", str(out)]) == 0
+    assert "@triton.jit" in out.read_text() and "triton seed" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main([str(task), "--device", "cuda", "--output-code", str(DATA / "h200_masked_cumsum.py.txt")])
+    assert e.value.code == 2
