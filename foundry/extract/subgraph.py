@@ -40,7 +40,7 @@ def _functional(node: fx.Node, modules: dict):
         return node.op, target, kwargs
     if node.op == "call_function" and is_aten(node):
         packet = getattr(torch.ops.aten, inplace_base(node.target.overloadpacket.__name__))
-        return "call_function", getattr(packet, node.target._overloadname), kwargs
+        return "call_function", getattr(packet, str(node.target).rsplit(".", 1)[-1]), kwargs
     if node.op == "call_method":
         return "call_method", inplace_base(str(target)), kwargs
     if node.op == "call_function":

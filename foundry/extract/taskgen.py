@@ -122,7 +122,7 @@ class _Writer:
             return f"{base}.{inplace_base(str(node.target))}" + self.call("", node, skip_first=True)
         if is_aten(node):
             name = op_name(node, self.modules)
-            overload = node.target._overloadname
+            overload = str(node.target).rsplit(".", 1)[-1]
             if self.spelling == "torch":
                 made = self.as_module(node, name)
                 if made is not None:
