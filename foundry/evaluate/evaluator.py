@@ -132,11 +132,26 @@ class Evaluator:
         if failed is not None or static.flags:
             why = failed.error if failed is not None else "; ".join(static.reasons.values())
             return tuple(ScreenedPoint(p, False, None, why) for p in points)
-        cfg = self.config
         try:
             ref_ops = self._task_setup(task)
         except TaskTooLarge as e:
             return tuple(ScreenedPoint(p, False, None, str(e)) for p in points)
+        try:
+            try:
+                return self._screen_job(task, candidate, points, backend, ref_ops)
+            except Exception as e:  # noqa: BLE001 - as in evaluate: the judge's own out-of-memory, once
+                if not judge_out_of_memory(e):
+                    raise
+                self._release_device_memory()
+                self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
+                return self._screen_job(task, candidate, points, backend, ref_ops)
+        except Exception as e:  # noqa: BLE001 - a failed screen picks no finalist; the default is judged
+            why = f"the screen failed in the judge: {type(e).__name__}: {e}"[:500]
+            return tuple(ScreenedPoint(p, False, None, why) for p in points)
+
+    def _screen_job(self, task: Task, candidate: Candidate, points: tuple, backend: BackendSpec,
+                    ref_ops: frozenset) -> tuple[ScreenedPoint, ...]:
+        cfg = self.config
         base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
         trial = trial_plan(1, base)[0]
         trials = (TrialSpec(trial.seed, trial.distribution, 0),)

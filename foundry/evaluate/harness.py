@@ -145,10 +145,7 @@ class Worker:
         """Execute the candidate's source as a fresh module; PARAMS are the TUNABLE
         defaults updated with the job's params (or `params`, for a screened point)."""
         cand = self.job.candidate
-        if cand.worker_setup and not self._setup_done:
-            mod_name, fn = cand.worker_setup.split(":")
-            getattr(importlib.import_module(mod_name), fn)()
-            self._setup_done = True
+        self.ensure_worker_setup()
         path = self.write_candidate_file()
         module = types.ModuleType("foundry_candidate")
         module.__file__ = path
@@ -163,6 +160,14 @@ class Worker:
         if not isinstance(module.__dict__.get("ModelNew"), type):
             raise TypeError("the candidate defines no class ModelNew")
         return module
+
+    def ensure_worker_setup(self) -> None:
+        """The backend's worker setup (e.g. its launch hook), once per job."""
+        cand = self.job.candidate
+        if cand.worker_setup and not self._setup_done:
+            mod_name, fn = cand.worker_setup.split(":")
+            getattr(importlib.import_module(mod_name), fn)()
+            self._setup_done = True
 
     def write_candidate_file(self) -> str:
         """The candidate's source as a file (Triton reads a kernel's source back from it),
@@ -298,6 +303,7 @@ class Worker:
     def warm_up_points(self) -> None:
         """Compile the screen's Triton points in parallel first (triton_warmup): each
         point's forward called once on trial 0's inputs, its launches compile-only."""
+        self.ensure_worker_setup()  # before the threads: a launch hook is installed once
         self.write_candidate_file()
         inputs = self.fresh_inputs(0)
 

@@ -16,29 +16,34 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Sequence
 
 MAX_THREADS = 4  # points compiled at once: each may hold one output of the task meanwhile
 
 _compile_only = threading.local()
+_switch_installed = False
 
 
 def available() -> bool:
-    """Whether compile-only launches work here: real Triton (not its interpreter)."""
-    if os.environ.get("TRITON_INTERPRET") == "1":
+    """Whether compile-only launches work here: real Triton (not its interpreter), and
+    the warm-up not turned off (FOUNDRY_SCREEN_WARMUP=0)."""
+    if os.environ.get("TRITON_INTERPRET") == "1" or os.environ.get("FOUNDRY_SCREEN_WARMUP") == "0":
         return False
     try:
         from triton.runtime.jit import JITFunction
     except Exception:  # noqa: BLE001 - no Triton, nothing to warm up
         return False
-    return "warmup" in JITFunction.run.__code__.co_varnames
+    return hasattr(JITFunction, "warmup")  # compile-only launches: run(..., warmup=True)
 
 
-@contextmanager
-def _launches_compile_only() -> Iterator[None]:
-    """While active, a Triton launch from a thread marked compile-only compiles its kernel
-    and returns without running it; other threads' launches are untouched."""
+def _install_compile_only_switch() -> None:
+    """Route Triton launches through a switch, once per process and for good: a launch
+    from a thread marked compile-only compiles its kernel and returns without running
+    it; any other launch is untouched. Never undone, so a launch hook installed later
+    (a backend's worker setup wraps `JITFunction.run` too) is never lost."""
+    global _switch_installed
+    if _switch_installed:
+        return
     from triton.runtime.jit import JITFunction
     original = JITFunction.run
 
@@ -48,10 +53,7 @@ def _launches_compile_only() -> Iterator[None]:
         return original(self, *args, **kwargs)
 
     JITFunction.run = run
-    try:
-        yield
-    finally:
-        JITFunction.run = original
+    _switch_installed = True
 
 
 def warm_up(call_point: Callable[[dict], None], points: Sequence[dict], *, threads: int = MAX_THREADS) -> int:
@@ -71,5 +73,6 @@ def warm_up(call_point: Callable[[dict], None], points: Sequence[dict], *, threa
         finally:
             _compile_only.on = False
 
-    with _launches_compile_only(), ThreadPoolExecutor(max(1, min(threads, len(points)))) as pool:
+    _install_compile_only_switch()
+    with ThreadPoolExecutor(max(1, min(threads, len(points)))) as pool:
         return sum(pool.map(one, points))

@@ -1,5 +1,5 @@
 """The judge running out of device memory beside other lanes is not the candidate's fault:
-the evaluation is judged again once; any other judge error is not retried."""
+the evaluation (or screen) is judged again once; any other judge error is not retried."""
 
 from pathlib import Path
 
@@ -65,3 +65,45 @@ def test_what_counts_as_the_judge_running_out_of_device_memory():
     assert judge_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert not judge_out_of_memory(MemoryError("host"))
     assert not judge_out_of_memory(ValueError("CUDA error: an illegal memory access"))
+
+
+MODES = '''
+import torch
+import torch.nn as nn
+from foundry.kernels import c
+TUNABLE = {"MODE": [0, 1]}
+SRC = r"""
+#include <stdint.h>
+void relu(const float* x, float* y, int64_t n) { for (int64_t i = 0; i < n; i++) y[i] = x[i] > 0.f ? x[i] : 0.f; }
+"""
+lib = c.build(SRC)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x.contiguous(), y, x.numel())
+        return y
+'''
+
+
+def test_a_screen_is_retried_after_the_judges_out_of_memory_and_fails_its_points_on_other_errors(
+        monkeypatch, relu_task):
+    cand = Candidate.make(task_id=relu_task.task_id, source=MODES, backend="c")
+    points = [{"MODE": 0}, {"MODE": 1}]
+    ev = Evaluator(config=EvalConfig.from_config({"device": "cpu"}))
+    real = ev._reference_outputs
+    errors = [torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")]
+
+    def flaky_references(*args, **kwargs):
+        if errors:
+            raise errors.pop(0)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(ev, "_reference_outputs", flaky_references)
+    try:
+        retried = ev.screen(task=relu_task, candidate=cand, points=points)
+        errors.append(ValueError("a bug in the judge"))
+        failed = ev.screen(task=relu_task, candidate=cand, points=points)
+    finally:
+        ev.close()
+    assert all(p.ok for p in retried), retried
+    assert [p.ok for p in failed] == [False, False]
+    assert all("the screen failed in the judge: ValueError: a bug in the judge" in p.error for p in failed)
