@@ -202,8 +202,7 @@ class ScreenedPoint:
     error: str = ""
     # where the point's time went in the screen job, on the judge's clock: "build_trial_s"
     # (its module loaded, kernels compiled, run once and its output sent), "device_wait_s"
-    # (waiting for the device to itself), "timing_s" (the timed window); the first point
-    # also carries the job's "warmup_s" (every point's Triton kernels compiled in parallel)
+    # (on the first timed point: waiting for the device to itself), "timing_s" (the timed window)
     seconds: dict = field(default_factory=dict)
 
 

@@ -19,7 +19,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
-from foundry.evaluate import isolation, protocol, triton_warmup
+from foundry.evaluate import isolation, protocol
 from foundry.evaluate.backends import BackendSpec, get_backend
 from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_from, baseline_key
 from foundry.evaluate.compare import compare
@@ -161,9 +161,7 @@ class Evaluator:
                   candidate=self._candidate_spec(candidate, backend), points=points)
         self._worker.ensure_preloaded(backend.preload)
         deadline = cfg.timeout_s * max(1.0, len(points) / 2)
-        at_once = triton_warmup.MAX_THREADS if backend.name == "triton" else 1  # the worker's warm-up
-        reserve = self._setup.screen_bytes(task, builds_at_once=at_once) if cfg.device == "cuda" else 0
-        with self.gate.memory(reserve):
+        with self.gate.memory(self._setup.screen_bytes(task) if cfg.device == "cuda" else 0):
             with self.gate.shared():
                 reference = self._reference_outputs(task, job, [0])[0]
             atol, rtol = self._tolerance(task)

@@ -28,7 +28,6 @@ from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from foundry import kernels  # noqa: E402
 from foundry.evaluate import compile_guard, cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
-from foundry.evaluate import triton_warmup  # noqa: E402
 from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
 from foundry.evaluate.trial_inputs import make_trial_inputs, trial_input_spec  # noqa: E402
@@ -171,7 +170,7 @@ class Worker:
 
     def write_candidate_file(self) -> str:
         """The candidate's source as a file (Triton reads a kernel's source back from it),
-        written once per job: a screen's warm-up threads load it concurrently."""
+        written once per job (a screen loads it once per point)."""
         path = os.path.join(os.getcwd(), "candidate.py")
         if not self._candidate_written:
             with open(path, "w") as f:
@@ -275,8 +274,6 @@ class Worker:
         ran on the first timing set, one after another. One process builds them all."""
         job = self.job
         self.trials[0]["inputs"] = None  # each point gets inputs regenerated from the seed
-        if job.candidate.backend == "triton":
-            self.warm_up_points()
         built: list = []  # (point index, model) of the points that ran
         for k, point in enumerate(job.points):
             try:
@@ -299,22 +296,6 @@ class Worker:
         for k, model in built:
             self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False, sets=sets)
         self.wait_go()  # timed: the device is let go
-
-    def warm_up_points(self) -> None:
-        """Compile the screen's Triton points in parallel first (triton_warmup): each
-        point's forward called once on trial 0's inputs, its launches compile-only."""
-        self.ensure_worker_setup()  # before the threads: a launch hook is installed once
-        self.write_candidate_file()
-        inputs = self.fresh_inputs(0)
-
-        def call_point(point: dict) -> None:
-            model = self.construct(self.load_candidate(params=point).ModelNew)[0]
-            with torch.no_grad():
-                model(*inputs)
-
-        t0 = self.clock()
-        warmed = triton_warmup.warm_up(call_point, self.job.points)
-        self.send({"kind": "screen_warmup", "points_warmed": warmed, "warmup_s": (self.clock() - t0) / 1e9})
 
     def time_model(self, model, timing: TimingSpec, *, kind: str, extra: dict | None = None,
                    fatal: bool = True, sets: list | None = None) -> None:

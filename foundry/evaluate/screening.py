@@ -39,7 +39,6 @@ class ScreenCollector:
         self._timing_end: dict[int, float] = {}
         self._last_at: float | None = None  # the previous message's arrival
         self.seconds: dict[int, dict[str, float]] = {}
-        self.warmup: dict = {}  # the parallel compile before the points, where the worker ran one
 
     def _point(self, header: dict) -> int | None:
         k = header.get("point")
@@ -53,9 +52,6 @@ class ScreenCollector:
         kind = msg.header.get("kind")
         k = self._point(msg.header)
         previous, self._last_at = self._last_at, msg.at
-        if kind == "screen_warmup":  # the points' kernels compiled in parallel first
-            self.warmup = {"warmup_s": round(max(0.0, msg.at - (previous or msg.at)), 4),
-                           "points_warmed": int(msg.header.get("points_warmed") or 0)}
         if k is None:
             return
         if kind in ("screen_error", "screen_trial") and k not in self.seconds and previous is not None:
@@ -107,8 +103,6 @@ class ScreenCollector:
         out = []
         for k, params in enumerate(self.points):
             seconds = dict(self.seconds.get(k, {}))
-            if k == 0 and self.warmup:  # the job's parallel compile, counted once
-                seconds["warmup_s"] = self.warmup["warmup_s"]
             if k in self.errors:
                 out.append(ScreenedPoint(dict(params), False, None, self.errors[k], seconds=seconds))
             elif k in self.checked and k in self.runtime_ms:

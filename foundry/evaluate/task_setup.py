@@ -120,10 +120,10 @@ class TaskSetup:
         return size.evaluation_bytes(full_trials=full + self._paired.get(key, 0),
                                      timing_sets=min(TIMING_SETS, full))
 
-    def screen_bytes(self, task: Task, *, builds_at_once: int = 1) -> int:
+    def screen_bytes(self, task: Task) -> int:
         """Estimated peak bytes of one screen of `task`'s TUNABLE points (0 when unknown)."""
         key = task.source_hash
-        return self._size[key][0].screen_bytes(builds_at_once=builds_at_once) if key in self._size else 0
+        return self._size[key][0].screen_bytes() if key in self._size else 0
 
     def _check_fits(self, task: Task, size: TaskSize | None) -> None:
         """Fail, naming the task and its sizes, when one evaluation of `size` cannot fit in

@@ -38,13 +38,11 @@ class TaskSize:
         received = self.output_bytes * (full_trials + 1 + timing_sets)
         return worker + received
 
-    def screen_bytes(self, *, builds_at_once: int = 1) -> int:
+    def screen_bytes(self) -> int:
         """Peak bytes of one screen of TUNABLE points: the judge's reference output and its
         copy of one point's output, and the worker's trial inputs with that point's
-        output (one point at a time), or its one timing set's inputs and timed output; or,
-        while `builds_at_once` points are compiled in parallel first, trial 0's inputs and
-        an output of each."""
-        return self.input_bytes + max(3, int(builds_at_once)) * self.output_bytes
+        output (one point at a time), or its one timing set's inputs and timed output."""
+        return self.input_bytes + 3 * self.output_bytes
 
 
 def meta_size(task: Task) -> TaskSize | None:
