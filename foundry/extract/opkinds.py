@@ -2,8 +2,9 @@
 and torch-level calls (torch.fx: functions, tensor methods, leaf modules).
 
 Kinds: an anchor (matmul, conv, attention, norm, embedding: one per region), a pointwise
-or reduction op (chained around anchors, or a region of their own), or "other" (views,
-tuple items, constants, anything not worth a kernel: it stays outside every region)."""
+or reduction op (chained around anchors, or a region of their own; batch norm in eval
+mode is pointwise, a per-channel affine map), or "other" (views, tuple items, constants,
+anything not worth a kernel: it stays outside every region)."""
 
 from __future__ import annotations
 
@@ -102,8 +103,10 @@ def kind_of(node: fx.Node, modules: dict) -> str:
     if node.op == "call_module" and name not in _MODULE_OPS.values():
         return "other"
     kind = _KIND.get(name, "other")
-    if kind == "norm" and name == "batch_norm" and _training_batch_norm(node, modules):
-        return "other"
+    if kind == "norm" and name == "batch_norm":
+        # training mode updates running statistics: not a pure function; in eval mode it is a
+        # per-channel affine map, which joins the convolution or matmul before it
+        return "other" if _training_batch_norm(node, modules) else "pointwise"
     return kind
 
 
