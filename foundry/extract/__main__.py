@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from foundry.extract.api import extract
+from foundry.extract.api import MIN_SHARE, extract
 from foundry.extract.errors import UserModelError
 from foundry.extract.manifest import Manifest
 from foundry.extract.spec import load_spec
@@ -36,10 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="folder to write the task files and manifest.json into")
     ap.add_argument("--method", choices=("export", "fx"), default=None,
                     help="force the capture (default: torch.export, then torch.fx)")
+    ap.add_argument("--min-share", type=float, default=MIN_SHARE,
+                    help=f"skip regions below this share of the forward time (default {MIN_SHARE})")
     args = ap.parse_args(argv)
     try:
         model, inputs = load_spec(args.spec)
-        manifest = extract(model, inputs, args.out, spec=args.spec, method=args.method)
+        manifest = extract(model, inputs, args.out, spec=args.spec, method=args.method,
+                           min_share=args.min_share)
     except UserModelError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

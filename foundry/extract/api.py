@@ -6,6 +6,7 @@ interleaved rounds (foundry.extract.timing), so their ratios hold on a busy mach
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import torch.nn as nn
 
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
-from foundry.extract.manifest import Manifest, Occurrence, RegionEntry, fingerprint, write_manifest
+from foundry.extract.manifest import MANIFEST_FILE, Manifest, Occurrence, RegionEntry, fingerprint, write_manifest
 from foundry.extract.observe import observe
 from foundry.extract.split import Region, param_tensor, split
 from foundry.extract.subgraph import region_arguments, region_module
@@ -23,6 +24,8 @@ from foundry.extract.taskgen import SPELLINGS, NotExpressible, write_task_source
 from foundry.extract.spec import check_runs, checked_model
 from foundry.extract.timing import interleaved_median_ms
 from foundry.extract.values import TensorInfo
+
+MIN_SHARE = 0.005  # regions below this share of the forward time get no task
 
 
 def module_path(node: fx.Node) -> str:
@@ -87,10 +90,38 @@ def _write_task(folder: Path, task_id: str, gm, region: Region, obs, doc: str):
     return None, "; ".join(reasons)
 
 
+def clear_folder(folder: Path) -> None:
+    """Make `folder` ready for a new extraction: the task files a previous extraction wrote
+    there (listed in its manifest.json) are removed, since the main job would take every
+    task file in the folder as a task. Raises UserModelError when other Python files are
+    there (they would be run as tasks too)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    old = folder / MANIFEST_FILE
+    if old.is_file():
+        try:
+            files = [r["file"] for r in json.loads(old.read_text()).get("regions", ())]
+        except (ValueError, KeyError, TypeError, AttributeError) as e:
+            raise UserModelError(f"--out {folder}: its {MANIFEST_FILE} is not one foundry.extract wrote ({e}); "
+                                 "choose another folder") from None
+        for name in files:
+            if Path(name).name == name and name.endswith(".py"):
+                (folder / name).unlink(missing_ok=True)
+        old.unlink()
+    others = sorted(p.name for p in folder.glob("*.py"))
+    if others:
+        raise UserModelError(f"--out {folder} holds Python files not written by foundry.extract "
+                             f"({', '.join(others[:5])}{', ...' if len(others) > 5 else ''}); the main job would "
+                             "take them as tasks too: choose an empty folder")
+
+
 def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | None = None,
-            method: str | None = None) -> Manifest:
+            method: str | None = None, min_share: float = MIN_SHARE) -> Manifest:
     """Write the tasks of `model` on `example_inputs` into folder `out` and return its
-    manifest. `method` forces the capture ("export" or "fx"; None: export, then fx)."""
+    manifest. `method` forces the capture ("export" or "fx"; None: export, then fx).
+    Regions whose calls take less than `min_share` of the measured forward time get no
+    task (the manifest lists them as skipped): a search on them could not pay."""
+    if not 0.0 <= min_share < 1.0:
+        raise UserModelError(f"min_share={min_share!r}: give a fraction of the forward time in [0, 1)")
     model, inputs = checked_model(model, example_inputs, what=spec and f"SPEC {spec!r}" or "the model")
     model.eval()
     check_runs(model, inputs, what=spec and f"SPEC {spec!r}" or "the model")
@@ -103,7 +134,7 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
         raise UserModelError(f"{type(model).__name__}: its forward holds no matmul, convolution, attention, norm "
                              "or pointwise/reduction op worth a kernel")
     folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    clear_folder(folder)
     groups = group_regions(regions)
     forward_ms, *region_ms = interleaved_median_ms(
         [lambda: model(*inputs)] + [_region_call(gm, g[0], obs) for g in groups], device=device)
@@ -111,6 +142,11 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
     entries, skipped = [], []
     for group, time_ms in zip(groups, region_ms):
         first = group[0]
+        share = len(group) * time_ms / forward_ms
+        if share < min_share:
+            skipped.append({"label": first.label, "nodes": list(first.nodes), "count": len(group),
+                            "reason": f"{share:.2%} of the forward time, below min_share={min_share:g}"})
+            continue
         modules = [tuple(dict.fromkeys(module_path(by_name[n]) for n in r.nodes)) for r in group]
         task_id = _task_id(len(entries) + 1, first.label)
         src, why = _write_task(folder, task_id, gm, first, obs, _doc(model, first.label, group, modules, device))
@@ -124,7 +160,7 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
                                           param_map=tuple((t, path_of[m]) for t, m in src.param_map)))
         entries.append(RegionEntry(
             task_id=task_id, file=f"{task_id}.py", key=first.key, label=first.label, count=len(group),
-            time_ms=time_ms, share=len(group) * time_ms / forward_ms, spelling=src.spelling,
+            time_ms=time_ms, share=share, spelling=src.spelling,
             inputs=tuple(obs.infos[n].signature() for n in first.inputs),
             params=tuple({"name": t, "shape": list(param_tensor(gm, m).shape),
                           "dtype": str(param_tensor(gm, m).dtype).replace("torch.", "")} for t, m in src.param_map),

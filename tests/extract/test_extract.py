@@ -139,3 +139,37 @@ def test_bad_specs_raise_one_error_naming_the_input(spec, message, tmp_path):
     with pytest.raises(UserModelError, match=message.replace("(", r"\(").replace(")", r"\)")):
         model, inputs = load_spec(spec)
         extract(model, inputs, tmp_path, spec=spec)
+
+
+def test_extracting_again_replaces_the_previous_tasks(tmp_path):
+    """A second extraction into the same folder leaves no task file of the first behind
+    (the main job takes every task file in the folder as a task)."""
+    model, inputs = small_models.build_conv_attention()
+    first = extract(model, inputs, tmp_path)
+    stale = tmp_path / "99_stale.py"
+    (tmp_path / first.regions[0].file).rename(stale)  # a file the first manifest lists under another name
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    data["regions"][0]["file"] = stale.name
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    second = extract(model, inputs, tmp_path)
+    assert sorted(p.name for p in tmp_path.glob("*.py")) == sorted(r.file for r in second.regions)
+
+
+def test_a_folder_with_other_python_files_is_refused(tmp_path):
+    model, inputs = small_models.build_conv_attention()
+    (tmp_path / "mine.py").write_text("x = 1\n")
+    with pytest.raises(UserModelError, match="mine.py"):
+        extract(model, inputs, tmp_path)
+    assert (tmp_path / "mine.py").read_text() == "x = 1\n"
+
+
+def test_regions_below_min_share_get_no_task(tmp_path):
+    model, inputs = small_models.build_conv_attention()
+    kept = extract(model, inputs, tmp_path / "all", min_share=0.0)
+    assert len(kept.regions) == 2 and not kept.skipped
+    none = extract(model, inputs, tmp_path / "none", min_share=0.999)
+    assert not none.regions and not list((tmp_path / "none").glob("*.py"))
+    assert [s["label"] for s in none.skipped] == [r.label for r in kept.regions]
+    assert all("below min_share" in s["reason"] for s in none.skipped)
+    with pytest.raises(UserModelError, match="min_share"):
+        extract(model, inputs, tmp_path / "bad", min_share=1.5)
