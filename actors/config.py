@@ -143,3 +143,5 @@ class RunOptions(_FromConfig):
     stop_timeout_s: float = _field("float", 60.0, min=0)  # longest wait for in-flight work at the end
     evaluator_impl: str | None = _field("str", None, nullable=True)  # "module:factory" stand-in
     proposer_impl: str | None = _field("str", None, nullable=True)  # "module:factory" stand-in
+    compiler_seeds: bool = _field("bool", True)  # each task's torch.compile kernels judged first (foundry.seeds)
+    seed_timeout_s: float = _field("float", 300.0, min=1)  # longest a task's seed may take to make

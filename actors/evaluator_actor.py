@@ -23,15 +23,19 @@ import ray
 
 from actors.evaluation import EvaluationService
 from actors.parts import device_ceilings, make_device_gate, make_evaluator
+from actors.seeding import SeedService
 from foundry.types import Candidate, EvalResult, Task
 
 
 @ray.remote
 class EvaluatorActor:
     def __init__(self, *, name: str, eval_config: Mapping[str, Any], impl: str | None = None,
-                 tuning: Mapping[str, Any] | None = None, lanes: int = 1, backend: str | None = None):
+                 tuning: Mapping[str, Any] | None = None, lanes: int = 1, backend: str | None = None,
+                 seed_timeout_s: float = 300.0):
         self.name = name
         device = str(eval_config.get("device", "cpu"))
+        self.seeds = None if impl else SeedService(device=device, backend=backend, timeout_s=seed_timeout_s,
+                                                   threads=int(eval_config.get("threads", 1)))
         self.gate = make_device_gate(device, lanes=lanes)
         # before any lane runs: measuring the device's ceilings must not overlap a timed section
         self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
@@ -70,6 +74,13 @@ class EvaluatorActor:
         finally:
             self._free.put(service)
 
+    def compiler_seed(self, task: Task) -> tuple[Candidate | None, str]:
+        """The task's compiler seed for this evaluator's device (made once, in a process of
+        its own, and kept on disk), or None with the reason."""
+        if self.seeds is None:
+            return None, "no compiler seed with a stand-in evaluator"
+        return self.seeds.candidate(task)
+
     def info(self) -> dict:
         return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(),
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "evaluated": self.count,
@@ -86,4 +97,5 @@ class EvaluatorActor:
 
 def evaluator_options(*, gpu: bool, cpus: float, max_restarts: int, slots: int) -> dict:
     return {"num_gpus": 1 if gpu else 0, "num_cpus": cpus, "max_restarts": max_restarts,
-            "max_task_retries": 0, "max_concurrency": max(1, slots) + 1}  # + 1: `info` answers while every lane is busy
+            # + 2: `info` and `compiler_seed` answer while every lane is busy
+            "max_task_retries": 0, "max_concurrency": max(1, slots) + 2}

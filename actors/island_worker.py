@@ -119,8 +119,9 @@ class IslandWorker:
             await self.step(task_id)
 
     def resubmit(self, candidates: list[Candidate]) -> int:
-        """Queue candidates whose evaluation a stopped run did not wait for; they are
-        submitted before anything new is proposed. Returns how many were queued."""
+        """Queue candidates to judge before anything new is proposed: those whose
+        evaluation a stopped run did not wait for, and compiler seeds. Returns how many
+        were queued."""
         queued = [c for c in candidates if c.task_id in self.hosts]
         self.resubmits.extend(queued)
         return len(queued)

@@ -24,6 +24,7 @@ from actors.evaluation import tuner_config
 from actors.evaluator_actor import EvaluatorActor, evaluator_options
 from actors.island_actor import IslandActor
 from actors.prompt_actor import PromptEvolverActor
+from actors.seeding import SeedRequests
 from actors.proposer_actor import ProposerActor
 from foundry.store.rundir import write_atomic
 from foundry.store.unfinished import Unfinished, still_unfinished, write_unfinished
@@ -69,6 +70,7 @@ class Supervisor:
         self._drains: dict[int, Any] = {}  # island -> a drain call not collected yet
         self._calls_ref: Any = None  # the prompt actor's drain of LLM calls, not collected yet
         self._stopped = False
+        self.seeds = SeedRequests()  # each task's compiler seed, asked for at the start
 
     def _note(self, cand, result, *, session: bool) -> None:
         self.by_island.setdefault(cand.island_id, []).append((cand, result))
@@ -93,7 +95,7 @@ class Supervisor:
             eval_config["device"] = "cuda" if self.gpus else "cpu"
         self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
             name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning,
-            lanes=lanes, backend=self.backend)
+            lanes=lanes, backend=self.backend, seed_timeout_s=s.run.seed_timeout_s)
             for k in range(n_eval)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)
@@ -131,6 +133,9 @@ class Supervisor:
             if again.get(i):
                 actor.resubmit.remote(again[i])
             self._launch(i)
+        if s.run.compiler_seeds and not s.run.evaluator_impl:
+            self.seeds.start(tasks=list(self.tasks.values()), evaluators=list(self.evaluators.values()),
+                             islands=self.islands)
         self._write_evaluator_infos()  # the islands propose meanwhile; their work queues
 
     def _write_evaluator_infos(self, *, timeout: float | None = None) -> None:
@@ -184,6 +189,7 @@ class Supervisor:
         while True:
             time.sleep(self.s.run.poll_s)
             self._drain_all(timeout=self._left(DRAIN_S))
+            self.seeds.collect(islands=self.islands, say=self.view.say)
             self._check_runs()
             reason = self._check_budgets()
             if reason:

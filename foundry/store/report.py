@@ -13,7 +13,7 @@ from foundry.store.evallog import EvaluationRecord, read_evaluations
 from foundry.store.phases import PhaseSums, judged_per_minute
 from foundry.store.plots import plot_archive, plot_progress, plot_roofline
 from foundry.store.rundir import RunDir, task_file_name, write_atomic
-from foundry.store.summary import TaskSummary, best_record, summarize
+from foundry.store.summary import TaskSummary, best_record, geometric_means, summarize
 from foundry.store.unfinished import Unfinished, read_unfinished
 from foundry.types import Stage
 
@@ -146,14 +146,17 @@ def build_report(run_dir: str | Path) -> Path:
     lines += ["## Summary", ""]
     if shares:
         lines += ["Tasks extracted from a model, by their share of its measured forward time (manifest.json).", ""]
-    lines += ["| task | best vs eager | best vs torch.compile | correct | evaluations | LLM cost |",
-              "|---|---|---|---|---|---|"]
+    lines += ["| task | best vs eager | best vs torch.compile | won by | correct | evaluations | LLM cost |",
+              "|---|---|---|---|---|---|---|"]
     for s in summaries.values():
         share = f" ({shares[s.task_id]:.0%} of the model)" if s.task_id in shares else ""
         lines.append(f"| {s.task_id}{share} | {_x(s.best_speedup_eager)} | {_x(s.best_speedup_compile)} | "
-                     f"{s.correct}/{s.evaluations} ({s.share_correct:.0%}) | {s.evaluations} | "
-                     f"${s.llm_cost_usd:.4f} |")
-    lines.append("")
+                     f"{s.best_strategy or '—'} | {s.correct}/{s.evaluations} ({s.share_correct:.0%}) | "
+                     f"{s.evaluations} | ${s.llm_cost_usd:.4f} |")
+    means = geometric_means(summaries.values())
+    lines += ["", f"Geometric mean over the tasks (a task without a correct kernel counted at eager's time): "
+                  f"{_x(means['vs_eager'])} vs eager ({means['vs_eager_tasks']} tasks), "
+                  f"{_x(means['vs_compile'])} vs torch.compile ({means['vs_compile_tasks']} tasks).", ""]
     if progress is not None:
         lines += [f"![best speedup over evaluations]({progress.relative_to(run.path)})", ""]
     roof = plot_roofline(summaries, run.plots / "roofline.png")

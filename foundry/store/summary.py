@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping
 
 from foundry.store.evallog import EvaluationRecord
 
@@ -25,6 +26,7 @@ class TaskSummary:
     cells: dict = field(default_factory=dict)  # descriptor tuple -> best fitness
     stages: dict = field(default_factory=dict)  # stage -> count
     best_roofline: dict | None = None  # the best kernel's metrics["roofline"] (Roofline.position), if measured
+    best_strategy: str | None = None  # what made the best kernel: "compiler:inductor", "template:fused", ...
 
     @property
     def share_correct(self) -> float:
@@ -79,5 +81,28 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
             best_runtime_ms=best.result.runtime_ms if best else None,
             eager_ms=eager, compile_ms=compile_, llm_cost_usd=float(costs.get(task_id, 0.0)),
             backends=tuple(sorted({r.candidate.backend for r in recs})), curve=tuple(curve),
-            cells=cells, stages=stages, best_roofline=_roofline(best))
+            cells=cells, stages=stages, best_roofline=_roofline(best),
+            best_strategy=(best.candidate.strategy_id or best.candidate.origin) if best else None)
     return out
+
+
+def geometric_means(summaries: Iterable[TaskSummary]) -> dict[str, Any]:
+    """Over the tasks, the geometric means of the best speedup vs eager and vs
+    torch.compile, a task without a correct kernel counted at eager's time (1x vs eager;
+    its eager time against torch.compile's, where both are known); with how many tasks
+    each mean covers."""
+    eager, compiled = [], []
+    for s in summaries:
+        if s.best_speedup_eager:
+            eager.append(s.best_speedup_eager)
+            if s.best_speedup_compile:
+                compiled.append(s.best_speedup_compile)
+        elif s.evaluations:
+            eager.append(1.0)
+            if s.eager_ms and s.compile_ms:
+                compiled.append(s.compile_ms / s.eager_ms)
+
+    def mean(xs: list[float]) -> float | None:
+        return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+    return {"vs_eager": mean(eager), "vs_eager_tasks": len(eager),
+            "vs_compile": mean(compiled), "vs_compile_tasks": len(compiled)}

@@ -140,3 +140,20 @@ def test_multirun_of_the_default_path_runs_each_job_with_its_own_ray(tmp_path):
         assert {r.candidate.island_id for r in records} <= set(range(count))
         assert len(list((run_dir / "checkpoints").glob("island-*"))) == count
     assert out.stdout.count("evaluation budget spent") == 2
+
+
+def test_each_tasks_compiler_seed_is_judged_in_the_run(tmp_path):
+    run_dir = tmp_path / "run"
+    out = subprocess.run([sys.executable, "-m", "foundry", "+exp=smoke", f"tasks.path={RELU}", "llm=none",
+                          "island.count=1", "run.compiler_seeds=true", "budget.evaluations=20",
+                          f"hydra.run.dir={run_dir}"], cwd=ROOT, env=_env(), capture_output=True, text=True,
+                         timeout=280)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    seeds = [r for r in read_evaluations(run_dir) if r.candidate.strategy_id == "compiler:inductor"]
+    assert len(seeds) == 1 and seeds[0].candidate.origin == "seed", [r.candidate.strategy_id for r in
+                                                                     read_evaluations(run_dir)]
+    assert seeds[0].result.correct, seeds[0].result.error
+    session = json.loads((run_dir / "run.json").read_text())["sessions"][-1]
+    assert "Compiler seed (c backend)" in session["compiler_seeds"]["relu"]
+    assert "compiler seed for relu" in out.stdout
+    assert "| relu |" in (run_dir / "report.md").read_text()

@@ -1,0 +1,63 @@
+"""Compiler seeds for a run: made once in a fresh process, kept on disk, and turned into
+candidates by the evaluator's SeedService."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from actors.seeding import SEED_STRATEGY, SeedService
+from foundry.seeds.result import Seed, no_seed
+from foundry.seeds.store import SeedStore, make_in_fresh_process
+from foundry.tasks.loader import load_task
+
+ROOT = Path(__file__).resolve().parents[2]
+RELU = ROOT / "benchmarks" / "smoke" / "relu.py"
+
+
+@pytest.fixture(scope="module")
+def relu():
+    return load_task(str(RELU), profile="small")
+
+
+def test_a_seed_is_made_once_in_a_fresh_process_then_read_from_disk(relu, tmp_path):
+    store = SeedStore(tmp_path)
+    seed, cached = store.get(relu, device="cpu")
+    assert seed.ok and not cached, seed.note
+    assert seed.backend == "c" and "class ModelNew" in seed.source
+    again, cached = store.get(relu, device="cpu")
+    assert cached and again == seed
+    assert len(list(tmp_path.glob("*.json"))) == 1
+    assert store.cached(relu, device="cpu", threads=2) is None  # another thread count: another seed
+
+
+def test_a_seed_that_runs_past_its_limit_is_reported_and_not_kept(relu, tmp_path):
+    seed, verdict = make_in_fresh_process(relu, device="cpu", timeout_s=0.3)
+    assert not seed.ok and not verdict and "ran past its 0 s limit" in seed.note
+    store = SeedStore(tmp_path, timeout_s=0.3)
+    seed, cached = store.get(relu, device="cpu")
+    assert not seed.ok and not cached and not list(tmp_path.glob("*.json"))
+
+
+class _Store:
+    def __init__(self, seed: Seed):
+        self.seed, self.asked = seed, 0
+
+    def get(self, task, *, device, threads):
+        self.asked += 1
+        return self.seed, False
+
+
+def test_the_evaluators_seed_service_gives_a_seed_candidate_or_the_reason(relu):
+    made = Seed(task_id=relu.task_id, device="cpu", backend="c", source="class ModelNew: ...", kernels=1,
+                note="a seed")
+    cand, note = SeedService(device="cpu", backend="c", store=_Store(made)).candidate(relu)
+    assert cand is not None and cand.origin == "seed" and cand.strategy_id == SEED_STRATEGY
+    assert cand.source == made.source and cand.backend == "c" and note == "a seed"
+    none, why = SeedService(device="cpu", backend="c", store=_Store(no_seed(relu.task_id, "cpu", "no kernels"))
+                            ).candidate(relu)
+    assert none is None and why == "no seed: no kernels"
+    other = _Store(made)
+    none, why = SeedService(device="cpu", backend="cuda", store=other).candidate(relu)
+    assert none is None and "backend 'cuda'" in why and other.asked == 0
