@@ -25,7 +25,7 @@ from foundry.extract.spec import check_runs, checked_model
 from foundry.extract.timing import interleaved_median_ms
 from foundry.extract.values import TensorInfo
 
-MIN_SHARE = 0.005  # regions below this share of the forward time get no task
+MIN_SHARE = 0.005  # the CLI's default min_share: regions below this share of the forward time get no task
 
 
 def module_path(node: fx.Node) -> str:
@@ -93,33 +93,35 @@ def _write_task(folder: Path, task_id: str, gm, region: Region, obs, doc: str):
 def clear_folder(folder: Path) -> None:
     """Make `folder` ready for a new extraction: the task files a previous extraction wrote
     there (listed in its manifest.json) are removed, since the main job would take every
-    task file in the folder as a task. Raises UserModelError when other Python files are
-    there (they would be run as tasks too)."""
+    task file in the folder as a task. Raises UserModelError, before removing anything,
+    when other Python files are there (they would be run as tasks too)."""
     folder.mkdir(parents=True, exist_ok=True)
     old = folder / MANIFEST_FILE
+    ours: set = set()
     if old.is_file():
         try:
-            files = [r["file"] for r in json.loads(old.read_text()).get("regions", ())]
+            ours = {r["file"] for r in json.loads(old.read_text()).get("regions", ())}
         except (ValueError, KeyError, TypeError, AttributeError) as e:
             raise UserModelError(f"--out {folder}: its {MANIFEST_FILE} is not one foundry.extract wrote ({e}); "
                                  "choose another folder") from None
-        for name in files:
-            if Path(name).name == name and name.endswith(".py"):
-                (folder / name).unlink(missing_ok=True)
-        old.unlink()
-    others = sorted(p.name for p in folder.glob("*.py"))
+    others = sorted(p.name for p in folder.glob("*.py") if p.name not in ours)
     if others:
-        raise UserModelError(f"--out {folder} holds Python files not written by foundry.extract "
+        raise UserModelError(f"--out {folder} holds Python files not written by its last foundry.extract "
                              f"({', '.join(others[:5])}{', ...' if len(others) > 5 else ''}); the main job would "
                              "take them as tasks too: choose an empty folder")
+    for name in ours:
+        if Path(name).name == name and name.endswith(".py"):
+            (folder / name).unlink(missing_ok=True)
+    old.unlink(missing_ok=True)
 
 
 def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | None = None,
-            method: str | None = None, min_share: float = MIN_SHARE) -> Manifest:
+            method: str | None = None, min_share: float = 0.0) -> Manifest:
     """Write the tasks of `model` on `example_inputs` into folder `out` and return its
     manifest. `method` forces the capture ("export" or "fx"; None: export, then fx).
     Regions whose calls take less than `min_share` of the measured forward time get no
-    task (the manifest lists them as skipped): a search on them could not pay."""
+    task (the manifest lists them as skipped): a search on them could not pay. Shares are
+    measured, so on a busy machine a region near the threshold may fall either side."""
     if not 0.0 <= min_share < 1.0:
         raise UserModelError(f"min_share={min_share!r}: give a fraction of the forward time in [0, 1)")
     model, inputs = checked_model(model, example_inputs, what=spec and f"SPEC {spec!r}" or "the model")
