@@ -78,7 +78,7 @@ class SeedRequests:
             if candidate is not None and island in islands:
                 islands[island].resubmit.remote([candidate])
                 handed += 1
-                say(f"compiler seed for {task_id}: {note}; judged on island {island}")
+                say(f"compiler seed for {task_id} (judged on island {island}): {note}")
             else:
                 log.info("compiler seed for %s: %s", task_id, note)
         return handed
