@@ -29,6 +29,7 @@ from foundry.extract.spec import check_runs, checked_model
 from foundry.extract.split import param_tensor, split
 from foundry.extract.subgraph import region_arguments, region_module
 from foundry.extract.values import make_tensor
+from foundry.tasks.loader import load_task
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         kernel = load_kernel(best.path, Path(run.tasks_dir) / entry.file, entry, params)
         fallback = region_module(gm, region)
         args = region_arguments(gm, region, obs.values)
-        why = same_results(kernel, fallback, args, len(region.inputs))
+        task = load_task(Path(run.tasks_dir) / entry.file, profile="full")
+        why = same_results(kernel, fallback, args, len(region.inputs), atol=task.atol, rtol=task.rtol)
         if why is not None:
             passed.append((entry.task_id, f"kernel {best.path} at {', '.join(occ.modules)}: {why}"))
             continue

@@ -18,6 +18,8 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
+from foundry.evaluate.compare import compare
+
 NAMESPACE = "foundry_deploy"
 _counter = itertools.count()
 _lock = threading.Lock()
@@ -105,22 +107,21 @@ def register_region_op(dispatch: RegionDispatch):
 
 
 def same_results(kernel: nn.Module, fallback: fx.GraphModule, args: tuple, n_activations: int,
-                 *, rtol: float = 1e-4, atol: float = 1e-5) -> str | None:
-    """None when `kernel` on the activations matches `fallback` on `args`, else how not."""
+                 *, atol: float | None = None, rtol: float | None = None) -> str | None:
+    """None when `kernel` on the activations matches `fallback` on `args` by the judge's own
+    comparison (foundry.evaluate.compare: `atol`/`rtol` as the task's TOLERANCES, None for
+    the judge's per-dtype defaults, so a bfloat16 region gets bfloat16's), else how not."""
     with torch.no_grad():
-        want = fallback(*args)
+        want = tuple(fallback(*args))
         got = kernel(*[a.contiguous() for a in args[:n_activations]])
     got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
     if len(got) != len(want):
         return f"{len(got)} outputs, the region has {len(want)}"
     for i, (g, w) in enumerate(zip(got, want)):
-        if g.shape != w.shape or g.dtype != w.dtype:
-            return f"output {i} is {tuple(g.shape)} {g.dtype}, the region's is {tuple(w.shape)} {w.dtype}"
-        if w.is_floating_point():
-            scale = float(w.abs().max()) if w.numel() else 0.0
-            err = float((g - w).abs().max()) if w.numel() else 0.0
-            if not err <= atol + rtol * scale:
-                return f"output {i} differs from the region's by up to {err:.3g}"
-        elif not torch.equal(g, w):
-            return f"output {i} differs from the region's"
+        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
+            what = f"{tuple(g.shape)} {g.dtype}" if isinstance(g, torch.Tensor) else type(g).__name__
+            return f"output {i} is {what}, the region's is {tuple(w.shape)} {w.dtype}"
+        verdict = compare(w, g, atol=atol, rtol=rtol, where=f"output {i}")
+        if not verdict.ok:
+            return f"differs from the region's: {verdict.message} (largest abs error {verdict.max_abs_err:.3g})"
     return None

@@ -27,6 +27,9 @@ _FUNCTIONAL = ("gelu", "silu", "mish", "hardswish", "hardsigmoid", "hardtanh", "
                "relu6", "dropout", "scaled_dot_product_attention", "logsigmoid", "softsign")
 
 
+_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+
+
 class NotExpressible(ValueError):
     """A node the chosen spelling cannot write (the message says which)."""
 
@@ -155,11 +158,25 @@ class _Writer:
             raise NotExpressible(f"module {node.target} ({type(mod).__name__}): {ctor} builds other parameters")
         if getattr(made, "inplace", False):
             ctor = ctor.replace("inplace=True", "inplace=False")
+        if isinstance(mod, _BATCH_NORMS) and not mod.training and mod.track_running_stats:
+            return self.batch_norm_leaf(node, ctor)
         name = self.fresh("m")
         self.init.append(f"self.{name} = {ctor}")
         for p in module_params(self.gm, node.target):
             self.bind(f"{name}.{p[len(node.target) + 1:]}", p)
         return f"self.{name}(" + ", ".join(self.arg(a) for a in node.args) + ")"
+
+    def batch_norm_leaf(self, node: fx.Node, ctor: str) -> str:
+        """An eval-mode BatchNorm leaf module in its inference form (see as_module)."""
+        mod = self.modules[node.target]
+        name = self.fresh("norm")
+        self.init.append(f"self.{name} = {ctor}")
+        for p in module_params(self.gm, node.target):
+            self.bind(f"{name}.{p[len(node.target) + 1:]}", p)
+        affine = f"self.{name}.weight, self.{name}.bias" if mod.affine else "None, None"
+        momentum = 0.0 if mod.momentum is None else float(mod.momentum)
+        return (f"F.batch_norm({self.arg(node.args[0])}, self.{name}.running_mean, self.{name}.running_var, "
+                f"{affine}, training=False, momentum={literal(momentum)}, eps={literal(float(mod.eps))})")
 
     def as_module(self, node: fx.Node, name: str) -> str | None:
         """linear / conv / norms / embedding over parameters, as the torch.nn module."""
@@ -203,21 +220,30 @@ class _Writer:
             channels = self.obs.info(a[0]).shape[1]
             ctor = (f"nn.BatchNorm{dims}d({channels}, eps={literal(float(a[7]))}, momentum={literal(float(a[6]))}, "
                     f"affine={a[1] is not None})")
-            return self.module_call("norm", ctor, {"weight": a[1], "bias": a[2], "running_mean": a[3],
-                                                   "running_var": a[4]}, a[0])
+            # the module holds the parameters; the call is the inference form, whatever mode the
+            # task's Model is in (a BatchNorm module in training mode would use batch statistics)
+            name = self.module_attr("norm", ctor, {"weight": a[1], "bias": a[2], "running_mean": a[3],
+                                                   "running_var": a[4]})
+            affine = f"{name}.weight, {name}.bias" if a[1] is not None else "None, None"
+            return (f"F.batch_norm({self.arg(a[0])}, {name}.running_mean, {name}.running_var, {affine}, "
+                    f"training=False, momentum={literal(float(a[6]))}, eps={literal(float(a[7]))})")
         if name == "embedding" and param(a[0]) and not kw:
             w = param_tensor(self.gm, a[0].target)
             return self.module_call("embedding", f"nn.Embedding({w.shape[0]}, {w.shape[1]})",
                                     {"weight": a[0]}, a[1])
         return None
 
-    def module_call(self, stem: str, ctor: str, params: dict, x) -> str:
+    def module_attr(self, stem: str, ctor: str, params: dict) -> str:
+        """A module of the task's Model built by `ctor` holding `params` (attr -> get_attr node)."""
         name = self.fresh(stem)
         self.init.append(f"self.{name} = {ctor}")
         for attr, node in params.items():
             if node is not None:
                 self.bind(f"{name}.{attr}", node.target)
-        return f"self.{name}({self.arg(x)})"
+        return f"self.{name}"
+
+    def module_call(self, stem: str, ctor: str, params: dict, x) -> str:
+        return f"{self.module_attr(stem, ctor, params)}({self.arg(x)})"
 
 
 def write_task_source(gm: fx.GraphModule, region: Region, obs: Observed, *, spelling: str = "torch",

@@ -180,3 +180,22 @@ def test_regions_below_min_share_get_no_task(tmp_path, monkeypatch):
     assert "0.20% of the forward time, below min_share=0.01" in some.skipped[0]["reason"]
     with pytest.raises(UserModelError, match="min_share"):
         extract(model, inputs, tmp_path / "bad", min_share=1.5)
+
+
+@pytest.mark.parametrize("method", ["export", "fx"])
+def test_batch_norm_tasks_compute_the_inference_form_in_either_mode(tmp_path, method):
+    """A task's Model is built in training mode unless someone calls .eval(); its batch norm
+    must still use the running statistics, as the region in the model does."""
+    model, inputs = small_models.build_conv_attention()
+    manifest = extract(model, inputs, tmp_path, method=method)
+    entry = manifest.regions[0]
+    assert entry.label == "conv2d_batch_norm_relu"
+    text = (tmp_path / entry.file).read_text()
+    assert "F.batch_norm(" in text and "training=False" in text
+    task = build_module(load_task(tmp_path / entry.file)).Model()  # training mode
+    assert task.training
+    with torch.no_grad():
+        for t, m in entry.occurrences[0].param_map:
+            param_tensor(task, t).copy_(param_tensor(model, m))
+        want = torch.relu(model.bn(model.conv(inputs[0])))
+        torch.testing.assert_close(task(inputs[0]), want)
