@@ -61,6 +61,18 @@ def literal(v) -> str:
     raise NotExpressible(f"constant {v!r} of type {type(v).__name__}")
 
 
+def with_dtype(ctor: str, tensors: list) -> str:
+    """`ctor` (a torch.nn constructor call) with `dtype=` where its floating-point tensors
+    are not of the default dtype (a bfloat16 model's nn.Linear(...) would make float32
+    parameters)."""
+    dtypes = {t.dtype for t in tensors if t.is_floating_point()}
+    if not dtypes or dtypes == {torch.get_default_dtype()}:
+        return ctor
+    if len(dtypes) > 1:
+        raise NotExpressible(f"{ctor}: its tensors mix dtypes {sorted(str(d) for d in dtypes)}")
+    return f"{ctor[:-1]}, dtype={dtypes.pop()})"
+
+
 class _Writer:
     def __init__(self, gm: fx.GraphModule, region: Region, obs: Observed, spelling: str):
         self.gm, self.region, self.obs, self.spelling = gm, region, obs, spelling
@@ -158,6 +170,7 @@ class _Writer:
             raise NotExpressible(f"module {node.target} ({type(mod).__name__}): {ctor} builds other parameters")
         if getattr(made, "inplace", False):
             ctor = ctor.replace("inplace=True", "inplace=False")
+        ctor = with_dtype(ctor, [t for _, t in list(mod.named_parameters()) + list(mod.named_buffers())])
         if isinstance(mod, _BATCH_NORMS) and not mod.training and mod.track_running_stats:
             return self.batch_norm_leaf(node, ctor)
         name = self.fresh("m")
@@ -235,6 +248,7 @@ class _Writer:
 
     def module_attr(self, stem: str, ctor: str, params: dict) -> str:
         """A module of the task's Model built by `ctor` holding `params` (attr -> get_attr node)."""
+        ctor = with_dtype(ctor, [param_tensor(self.gm, n.target) for n in params.values() if n is not None])
         name = self.fresh(stem)
         self.init.append(f"self.{name} = {ctor}")
         for attr, node in params.items():

@@ -199,3 +199,39 @@ def test_cli_check_prints_error_and_speedups(mlp_run, capsys):
     assert re.search(r"eager \S+ ms, deployed \S+ ms -> \S+x vs eager", out)
     assert deploy_main([f"{MODELS}:build_wide_mlp", str(run)]) == 2
     assert "made for another model" in capsys.readouterr().err
+
+
+# The linear+GELU region of a bfloat16 MLP computed in float32 and rounded once at the end:
+# as correct as the region (the judge's bfloat16 tolerance), not equal to it bit for bit.
+GELU_BF16_FP32_ACC = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear0 = nn.Linear(16, 32, bias=True, dtype=torch.bfloat16)
+
+    def forward(self, x0):
+        h = F.linear(x0.float(), self.linear0.weight.float(), self.linear0.bias.float())
+        return F.gelu(h).to(torch.bfloat16) * SCALE
+'''
+
+
+@pytest.mark.parametrize("scale, swapped", [(1.0, True), (1.25, False)])
+def test_bfloat16_kernels_are_checked_at_bfloat16_tolerance(tmp_path, scale, swapped):
+    model, inputs = _models().build_mlp_bf16()
+    manifest = extract(model, inputs, tmp_path / "tasks")
+    task_id = next(r.task_id for r in manifest.regions if r.label == "linear_gelu")
+    run = make_run(tmp_path / "run", tmp_path / "tasks", task_id, f"SCALE = {scale}\n" + GELU_BF16_FP32_ACC,
+                   speedup=1.5)
+    gm = deploy(model, run)
+    info = gm.foundry_deploy
+    assert bool(info.swapped) == swapped, info.passed_over
+    if swapped:
+        with torch.no_grad():
+            torch.testing.assert_close(gm(*inputs), model(*inputs), atol=2e-2, rtol=2e-2)
+    else:
+        assert "differs from the region's" in dict(info.passed_over)[task_id]

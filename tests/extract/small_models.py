@@ -107,3 +107,9 @@ def build_broken():
 
 
 NOT_CALLABLE = 3
+
+
+def build_mlp_bf16():
+    """build_mlp in bfloat16."""
+    model, (x,) = build_mlp()
+    return model.to(torch.bfloat16), (x.to(torch.bfloat16),)

@@ -199,3 +199,15 @@ def test_batch_norm_tasks_compute_the_inference_form_in_either_mode(tmp_path, me
             param_tensor(task, t).copy_(param_tensor(model, m))
         want = torch.relu(model.bn(model.conv(inputs[0])))
         torch.testing.assert_close(task(inputs[0]), want)
+
+
+def test_a_bfloat16_models_tasks_have_its_parameter_dtypes(tmp_path):
+    model, inputs = small_models.build_mlp_bf16()
+    manifest = extract(model, inputs, tmp_path)
+    assert {r.label for r in manifest.regions} >= {"layer_norm", "linear_gelu"}
+    for entry in manifest.regions:
+        task = load_task_model(tmp_path / entry.file)
+        for name, t in list(task.named_parameters()) + list(task.named_buffers()):
+            if t.is_floating_point():
+                assert t.dtype == torch.bfloat16, (entry.task_id, name)
+        assert all(p["dtype"] == "bfloat16" for p in entry.params)
