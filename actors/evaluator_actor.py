@@ -34,9 +34,9 @@ class EvaluatorActor:
                  seed_timeout_s: float = 300.0):
         self.name = name
         device = str(eval_config.get("device", "cpu"))
-        self.seeds = None if impl else SeedService(device=device, backend=backend, timeout_s=seed_timeout_s,
-                                                   threads=int(eval_config.get("threads", 1)))
         self.gate = make_device_gate(device, lanes=lanes)
+        self.seeds = None if impl else SeedService(device=device, backend=backend, timeout_s=seed_timeout_s,
+                                                   threads=int(eval_config.get("threads", 1)), gate=self.gate)
         # before any lane runs: measuring the device's ceilings must not overlap a timed section
         self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
         self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate,
@@ -97,5 +97,5 @@ class EvaluatorActor:
 
 def evaluator_options(*, gpu: bool, cpus: float, max_restarts: int, slots: int) -> dict:
     return {"num_gpus": 1 if gpu else 0, "num_cpus": cpus, "max_restarts": max_restarts,
-            # + 2: `info` and `compiler_seed` answer while every lane is busy
+            # + 2: `info` and one `compiler_seed` (the driver asks one at a time) while every lane is busy
             "max_task_retries": 0, "max_concurrency": max(1, slots) + 2}

@@ -5,8 +5,8 @@ anything it proposes, like any other candidate: a correct one becomes an elite, 
 of the search and an inspiration in LLM prompts.
 
 `SeedService` is the evaluator's side (no Ray); `SeedRequests` is the driver's: it asks
-the evaluators, one task each in turn, without waiting, and hands each seed that comes
-back to an island.
+the evaluators, one task at a time on each, without waiting, and hands each seed that
+comes back to an island, where it is judged before the island's next proposal.
 """
 
 from __future__ import annotations
@@ -26,19 +26,22 @@ class SeedService:
     """Makes (or reads from disk) a task's compiler seed for this evaluator's device."""
 
     def __init__(self, *, device: str, backend: str | None, threads: int = 1, timeout_s: float = 300.0,
-                 store: Any = None):
+                 store: Any = None, gate: Any = None):
+        """`gate`: the evaluator's DeviceGate. A seed's process is registered with it, so
+        a lane's timed section stops it as it stops other lanes' workers, and it reserves
+        device memory for one forward of the task, as a screen does."""
         self.device, self.backend, self.threads = device, backend, int(threads)
         if store is None:
             from foundry.seeds.store import SeedStore
             store = SeedStore(timeout_s=timeout_s)
-        self.store = store
+        self.store, self.gate = store, gate
 
     def candidate(self, task: Task) -> tuple[Candidate | None, str]:
         """(the task's seed as a candidate, or None; a note on what was made or why none)."""
         want = SEED_BACKENDS.get(self.device)
         if want is None or (self.backend is not None and self.backend != want):
             return None, f"no compiler seed for backend {self.backend!r} on {self.device} (seeds are {want or 'none'})"
-        seed, cached = self.store.get(task, device=self.device, threads=self.threads)
+        seed, cached = self._get(task)
         note = seed.note + (" (made by an earlier run)" if cached else "")
         if not seed.ok:
             return None, note
@@ -46,30 +49,52 @@ class SeedService:
                               strategy_id=SEED_STRATEGY, note=seed.note), note
 
 
+    def _get(self, task: Task):
+        if self.gate is None:
+            return self.store.get(task, device=self.device, threads=self.threads)
+        from foundry.evaluate.task_size import meta_size
+        size = meta_size(task) if self.device == "cuda" else None
+        with self.gate.memory(size.screen_bytes() if size is not None else 0):
+            return self.store.get(task, device=self.device, threads=self.threads, on_start=self.gate.register,
+                                  on_end=self.gate.unregister, stopped_s=self.gate.frozen_s)
+
+
 class SeedRequests:
-    """The driver's side: one `compiler_seed` call per task, spread over the evaluators."""
+    """The driver's side: one `compiler_seed` call per task, spread over the evaluators,
+    one at a time on each (an evaluator's lanes keep their threads)."""
 
     def __init__(self) -> None:
-        self.pending: dict[Any, tuple[str, int]] = {}  # object ref -> (task id, island index)
+        self.queued: dict[int, list[tuple[Task, int]]] = {}  # evaluator index -> (task, island index)
+        self.pending: dict[Any, tuple[str, int, int]] = {}  # object ref -> (task id, island, evaluator)
+        self.evaluators: list = []
         self.notes: dict[str, str] = {}  # task id -> what its seed came to
 
     def start(self, *, tasks: list[Task], evaluators: list, islands: Mapping[int, Any]) -> None:
         if not evaluators or not islands:
             return
+        self.evaluators = list(evaluators)
         order = sorted(islands)
         for k, task in enumerate(tasks):
-            ref = evaluators[k % len(evaluators)].compiler_seed.remote(task)
-            self.pending[ref] = (task.task_id, order[k % len(order)])
+            self.queued.setdefault(k % len(evaluators), []).append((task, order[k % len(order)]))
+        for e in list(self.queued):
+            self._ask(e)
+
+    def _ask(self, e: int) -> None:
+        if self.queued.get(e):
+            task, island = self.queued[e].pop(0)
+            self.pending[self.evaluators[e].compiler_seed.remote(task)] = (task.task_id, island, e)
 
     def collect(self, *, islands: Mapping[int, Any], say: Callable[[str], None]) -> int:
-        """Hand the seeds that are ready to their islands; returns how many were handed."""
+        """Hand the seeds that are ready to their islands (and ask for the next ones);
+        returns how many were handed."""
         import ray
         if not self.pending:
             return 0
         ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
         handed = 0
         for ref in ready:
-            task_id, island = self.pending.pop(ref)
+            task_id, island, e = self.pending.pop(ref)
+            self._ask(e)
             try:
                 candidate, note = ray.get(ref)
             except Exception as e:  # noqa: BLE001 - an evaluator that failed here gives no seed

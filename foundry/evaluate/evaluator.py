@@ -299,6 +299,9 @@ class Evaluator:
         itself, the build, or a trial), else None."""
         cfg = self.config
         errors = out.of_kind("error")
+        for m in errors:  # the worker's compile guard caught a compile at run time (compile_guard)
+            if m.header.get("flag") == "runtime_compile":
+                f.flag("runtime_compile", str(m.header.get("error", ""))[:500])
         if errors and errors[0].header.get("stage") == "task":
             return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",),
                                 error="the task failed in the worker:\n" + str(errors[0].header.get("error")),

@@ -291,16 +291,20 @@ class Worker:
         if not built:
             return
         sets = [self.fresh_inputs(i) for i in job.timing.sets]  # one timing set for every point
+        changes = [0]
         if not self.wait_go():  # the go comes with the device to itself
             return
         for k, model in built:
-            self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False, sets=sets)
+            self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False, sets=sets,
+                            changes=changes)
         self.wait_go()  # timed: the device is let go
 
     def time_model(self, model, timing: TimingSpec, *, kind: str, extra: dict | None = None,
-                   fatal: bool = True, sets: list | None = None) -> None:
+                   fatal: bool = True, sets: list | None = None, changes: list | None = None) -> None:
         """Time `model` on `timing`'s input sets (fresh ones, unless `sets` are given: a
-        screen's points share one set, changed in place from point to point)."""
+        screen's points share one set, changed in place from point to point, with one
+        count of `changes` [n] for them all, so the inputs stay within 4x of the
+        original however many points are timed)."""
         if sets is None:
             sets = [self.fresh_inputs(i) for i in timing.sets]
 
@@ -308,7 +312,7 @@ class Worker:
             with torch.no_grad():
                 return model(*inputs)
 
-        changes = [0]
+        changes = [0] if changes is None else changes
 
         def change_inputs():  # exact, never back to the original: x/2, x/4, x/2, x/4, ...
             factor = 0.5 if changes[0] == 0 or changes[0] % 2 == 1 else 2.0
@@ -386,7 +390,8 @@ def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:
         # measured before any candidate code runs: the judge may trust these two
         worker.send({"kind": "ready", "device_setup_s": (t1 - t0) / 1e9, "inputs_s": (worker.clock() - t1) / 1e9})
         if job.kind != "baseline":  # candidate code runs from here on; a baseline job compiles itself
-            compile_guard.install(report=lambda why: worker.send({"kind": "error", "stage": "runtime", "error": why}))
+            compile_guard.install(report=lambda why: worker.send({"kind": "error", "stage": "runtime",
+                                                                  "flag": "runtime_compile", "error": why}))
         RUNS[job.kind](worker)
         worker.send({"kind": "done"})
     except SystemExit:

@@ -4,9 +4,9 @@ version), in a fresh process, and kept on disk.
 A seed is made by compiling the task's reference with torch.compile; that runs in a
 fresh Python process (`python -m foundry.seeds.store JOB ANSWER`, so nothing of
 Inductor, dynamo or their caches stays in the caller, which may be the judge's actor)
-under a time limit. The result, a seed or the
-reason there is none, is cached under `<cache root>/seeds/`, so a second run of the same
-task does not compile it again.
+under a time limit. A seed that was made is kept under `<cache root>/seeds/`, keyed by
+the task and its sizes, the device and its hardware, the thread count and the torch
+version, so a second run of the same task does not compile it again.
 """
 
 from __future__ import annotations
@@ -19,47 +19,91 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any, Callable
 
 from foundry.paths import cache_root
 from foundry.seeds.result import Seed, no_seed
 from foundry.types import Task, content_hash
 
-STORE_VERSION = "1"  # bump when what a seed holds changes: older entries are then made again
+STORE_VERSION = "2"  # bump when what a seed holds changes: older entries are then made again
+POLL_S = 0.5
+
+
+def hardware_key(device: str) -> str:
+    """What a seed's kernels were made for besides the task: the CPU's vector ISA, or the
+    GPU's name and compute capability (a cache shared between machines keeps them apart)."""
+    import platform
+
+    import torch
+    if device == "cuda":
+        try:
+            major, minor = torch.cuda.get_device_capability()
+            return f"{torch.cuda.get_device_name()}:sm_{major}{minor}"
+        except Exception:  # noqa: BLE001 - no GPU visible here: the key says so
+            return "cuda:unknown"
+    get_isa = getattr(getattr(torch.backends, "cpu", None), "get_cpu_capability", None)
+    return f"{platform.machine()}:{get_isa() if get_isa else 'unknown'}"
 
 
 def seed_key(task: Task, *, device: str, threads: int) -> str:
     import torch
-    return content_hash(task.source_hash, device, str(threads), torch.__version__, STORE_VERSION)
+    return content_hash(task.source_hash, device, hardware_key(device), str(threads), torch.__version__,
+                        STORE_VERSION)
 
 
-def make_in_fresh_process(task: Task, *, device: str, threads: int = 1,
-                          timeout_s: float = 300.0) -> tuple[Seed, bool]:
-    """(`inductor_seed(task)` made in a fresh Python process, whether that is a verdict
-    worth keeping): a process that dies or runs past `timeout_s` gives a Seed without
-    source whose note says so, and False (another try may do better)."""
+def _die_with_parent(parent: int) -> None:  # the child, first thing
+    """End this process once `parent` is gone (it is then adopted by another process), so
+    a compile never outlives the evaluator that asked for it."""
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
+
+def make_in_fresh_process(task: Task, *, device: str, threads: int = 1, timeout_s: float = 300.0,
+                          on_start: Callable[[int], None] = lambda pid: None,
+                          on_end: Callable[[int], float] = lambda pid: 0.0,
+                          stopped_s: Callable[[int], float] = lambda pid: 0.0) -> Seed:
+    """`inductor_seed(task)` made in a fresh Python process (its own process group, killed
+    with its parent). A process that dies or runs past `timeout_s` (not counting the time
+    it was stopped, `stopped_s(pid)`) gives a Seed without source whose note says so.
+    `on_start(pid)` / `on_end(pid)`: the process began / is gone (a device gate registers
+    it, so that other lanes' timed sections stop it)."""
     with tempfile.TemporaryDirectory(prefix="foundry-seed-") as tmp:
-        job, answer = Path(tmp) / "job.pkl", Path(tmp) / "seed.json"
+        job, answer, log = Path(tmp) / "job.pkl", Path(tmp) / "seed.json", Path(tmp) / "stderr.txt"
         job.write_bytes(pickle.dumps((task, device, int(threads))))
         # one compile thread: Inductor starts no pool of its own that could outlive a kill
         env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
-        proc = subprocess.Popen([sys.executable, "-m", "foundry.seeds.store", str(job), str(answer)], env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+        with open(log, "wb") as err:
+            proc = subprocess.Popen([sys.executable, "-m", "foundry.seeds.store", str(job), str(answer),
+                                     str(os.getpid())], env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True)
+        on_start(proc.pid)
+        deadline = time.monotonic() + timeout_s
         try:
-            _, err = proc.communicate(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            return no_seed(task.task_id, device, f"seed generation ran past its {timeout_s:.0f} s limit"), False
+            while proc.poll() is None:
+                if time.monotonic() > deadline + stopped_s(proc.pid):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                    return no_seed(task.task_id, device, f"seed generation ran past its {timeout_s:g} s limit")
+                time.sleep(POLL_S if timeout_s > 2 * POLL_S else 0.05)
+        finally:
+            on_end(proc.pid)
         try:
-            return Seed(**json.loads(answer.read_text())), True
+            return Seed(**json.loads(answer.read_text()))
         except (OSError, ValueError, TypeError):
-            tail = (err or b"").decode(errors="replace").strip().splitlines()[-1:] or [""]
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
             return no_seed(task.task_id, device, f"seed generation ended without an answer (exit code "
-                                                 f"{proc.returncode}: {tail[0][:200]})"), False
+                                                 f"{proc.returncode}: {tail[0][:200]})")
 
 
-def _main(job: str, answer: str) -> None:  # the fresh process
+def _main(job: str, answer: str, parent: str) -> None:  # the fresh process
+    _die_with_parent(int(parent))
     task, device, threads = pickle.loads(Path(job).read_bytes())
     try:
         from foundry.seeds.seed import inductor_seed
@@ -86,13 +130,16 @@ class SeedStore:
         except (OSError, ValueError, TypeError):
             return None
 
-    def get(self, task: Task, *, device: str, threads: int = 1) -> tuple[Seed, bool]:
-        """(the seed of `task`, whether it came from the disk)."""
+    def get(self, task: Task, *, device: str, threads: int = 1, **process: Any) -> tuple[Seed, bool]:
+        """(the seed of `task`, whether it came from the disk). Only a seed that was made
+        is kept: a task without one is tried again by the next run (the reason may have
+        been passing, e.g. the device's memory taken by other work). `process`: the
+        callbacks of `make_in_fresh_process`."""
         hit = self.cached(task, device=device, threads=threads)
         if hit is not None:
             return hit, True
-        seed, verdict = make_in_fresh_process(task, device=device, threads=threads, timeout_s=self.timeout_s)
-        if verdict:
+        seed = make_in_fresh_process(task, device=device, threads=threads, timeout_s=self.timeout_s, **process)
+        if seed.ok:
             self._put(seed_key(task, device=device, threads=threads), seed)
         return seed, False
 
@@ -105,4 +152,4 @@ class SeedStore:
 
 
 if __name__ == "__main__":
-    _main(sys.argv[1], sys.argv[2])
+    _main(sys.argv[1], sys.argv[2], sys.argv[3])

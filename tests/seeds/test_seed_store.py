@@ -33,19 +33,28 @@ def test_a_seed_is_made_once_in_a_fresh_process_then_read_from_disk(relu, tmp_pa
 
 
 def test_a_seed_that_runs_past_its_limit_is_reported_and_not_kept(relu, tmp_path):
-    seed, verdict = make_in_fresh_process(relu, device="cpu", timeout_s=0.3)
-    assert not seed.ok and not verdict and "ran past its 0 s limit" in seed.note
+    seen: list = []
+    seed = make_in_fresh_process(relu, device="cpu", timeout_s=0.3, on_start=seen.append,
+                                 on_end=lambda pid: seen.append(-pid) or 0.0)
+    assert not seed.ok and "ran past its 0.3 s limit" in seed.note
+    assert len(seen) == 2 and seen[0] == -seen[1] > 0  # the process was announced, then let go
     store = SeedStore(tmp_path, timeout_s=0.3)
     seed, cached = store.get(relu, device="cpu")
     assert not seed.ok and not cached and not list(tmp_path.glob("*.json"))
+
+
+def test_time_the_process_spent_stopped_does_not_count_against_its_limit(relu):
+    seed = make_in_fresh_process(relu, device="cpu", timeout_s=0.5, stopped_s=lambda pid: 600.0)
+    assert seed.ok, seed.note  # it took longer than 0.5 s, all of it "stopped"
 
 
 class _Store:
     def __init__(self, seed: Seed):
         self.seed, self.asked = seed, 0
 
-    def get(self, task, *, device, threads):
+    def get(self, task, *, device, threads, **process):
         self.asked += 1
+        self.process = process
         return self.seed, False
 
 
@@ -61,3 +70,15 @@ def test_the_evaluators_seed_service_gives_a_seed_candidate_or_the_reason(relu):
     other = _Store(made)
     none, why = SeedService(device="cpu", backend="cuda", store=other).candidate(relu)
     assert none is None and "backend 'cuda'" in why and other.asked == 0
+
+
+def test_a_seed_process_is_registered_with_the_evaluators_device_gate(relu):
+    from foundry.evaluate.device_gate import DeviceGate
+    gate = DeviceGate()
+    made = Seed(task_id=relu.task_id, device="cpu", backend="c", source="class ModelNew: ...", kernels=1,
+                note="a seed")
+    store = _Store(made)
+    cand, _ = SeedService(device="cpu", backend="c", store=store, gate=gate).candidate(relu)
+    assert cand is not None
+    # other lanes' timed sections stop it like their workers; its stopped time extends its limit
+    assert store.process == {"on_start": gate.register, "on_end": gate.unregister, "stopped_s": gate.frozen_s}
