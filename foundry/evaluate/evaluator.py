@@ -11,6 +11,7 @@ clocks) -> score (baselines, recheck).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import importlib
 import re
 import secrets
@@ -46,6 +47,7 @@ from foundry.kernels import cache_dir
 from foundry.tasks.inputs import trial_plan
 from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task
 
+log = logging.getLogger(__name__)
 OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
 _ALLOC_FAILED = re.compile(r"can't allocate memory|MemoryError|Cannot allocate memory|std::bad_alloc")
 BASELINE_SEED = 20240601
@@ -146,6 +148,7 @@ class Evaluator:
                 self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
                 return self._screen_job(task, candidate, points, backend, ref_ops)
         except Exception as e:  # noqa: BLE001 - a failed screen picks no finalist; the default is judged
+            log.warning("screen of %s on %s failed in the judge", candidate.candidate_id, task.task_id, exc_info=True)
             why = f"the screen failed in the judge: {type(e).__name__}: {e}"[:500]
             return tuple(ScreenedPoint(p, False, None, why) for p in points)
 
@@ -161,7 +164,7 @@ class Evaluator:
                   candidate=self._candidate_spec(candidate, backend), points=points)
         self._worker.ensure_preloaded(backend.preload)
         deadline = cfg.timeout_s * max(1.0, len(points) / 2)
-        with self.gate.memory(self._setup.screen_bytes(task) if cfg.device == "cuda" else 0):
+        with self.gate.memory(self._setup.screen_bytes(task, points=len(points)) if cfg.device == "cuda" else 0):
             with self.gate.shared():
                 reference = self._reference_outputs(task, job, [0])[0]
             atol, rtol = self._tolerance(task)

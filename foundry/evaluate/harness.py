@@ -30,6 +30,7 @@ from foundry import kernels  # noqa: E402
 from foundry.evaluate import compile_guard, cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
 from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
+from foundry.evaluate.screen_run import run_screen  # noqa: E402
 from foundry.evaluate.trial_inputs import make_trial_inputs, trial_input_spec  # noqa: E402
 from foundry.tasks.inputs import InputSpec, clone_inputs, make_init_inputs, seed_everything  # noqa: E402,F401
 from foundry.tasks.loader import build_module  # noqa: E402
@@ -267,38 +268,6 @@ class Worker:
             self.time_model(models[0], job.timing, kind="timing")
             self.wait_go()
 
-    def run_screen(self) -> None:
-        """Every point first: load the candidate with its params, run trial 0's inputs
-        once and send the output (the judge compares it); a point that fails is reported
-        and the next one runs. Then, with the device to itself once, time each point that
-        ran on the first timing set, one after another. One process builds them all."""
-        job = self.job
-        self.trials[0]["inputs"] = None  # each point gets inputs regenerated from the seed
-        built: list = []  # (point index, model) of the points that ran
-        for k, point in enumerate(job.points):
-            try:
-                module = self.load_candidate(params=point)
-                model = self.construct(module.ModelNew)[0]
-                out, info = self.run_trial(model, self.fresh_inputs(0), record=job.candidate.record_ops)
-            except BaseException:  # noqa: BLE001 - a failing point is data, not the end of the job
-                self.send({"kind": "screen_error", "point": k, "error": traceback.format_exc()[-3000:]})
-                continue
-            tensors: list = []
-            self.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors), **info},
-                      tensors)
-            del out, tensors
-            built.append((k, model))
-        if not built:
-            return
-        sets = [self.fresh_inputs(i) for i in job.timing.sets]  # one timing set for every point
-        changes = [0]
-        if not self.wait_go():  # the go comes with the device to itself
-            return
-        for k, model in built:
-            self.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False, sets=sets,
-                            changes=changes)
-        self.wait_go()  # timed: the device is let go
-
     def time_model(self, model, timing: TimingSpec, *, kind: str, extra: dict | None = None,
                    fatal: bool = True, sets: list | None = None, changes: list | None = None) -> None:
         """Time `model` on `timing`'s input sets (fresh ones, unless `sets` are given: a
@@ -370,7 +339,7 @@ class Worker:
             self.wait_go()
 
 
-RUNS = {"candidate": Worker.run_candidate, "baseline": Worker.run_baseline, "screen": Worker.run_screen}
+RUNS = {"candidate": Worker.run_candidate, "baseline": Worker.run_baseline, "screen": run_screen}
 
 
 def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:

@@ -2,7 +2,7 @@
 
 The worker builds each point and runs it once on trial 0's inputs, then, with the
 device to itself once, times every point that ran with the judge's protocol, one after
-another (harness `run_screen`). Here each output is compared as it arrives and
+another (`screen_run.run_screen`). Here each output is compared as it arrives and
 dropped at once, so the judge holds one output at a time whatever the number of points.
 Unlike a full evaluation, the reference output exists while the candidate's code runs:
 a screen only picks finalists, and every finalist then gets a full evaluation in a fresh

@@ -16,7 +16,7 @@ from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, known_dege
 from foundry.evaluate.job_plan import TIMING_SETS, is_large
 from foundry.evaluate.phases import PhaseTimes
 from foundry.evaluate.reference import ReferenceRunner
-from foundry.evaluate.task_size import TaskSize, TaskTooLarge, available_bytes, check_fits, meta_size
+from foundry.evaluate.task_size import TaskSize, TaskTooLarge, available_bytes, check_fits, meta_size, model_bytes
 from foundry.evaluate.trial_inputs import tensor_bytes
 from foundry.tasks.inputs import InputSpec
 from foundry.types import Task
@@ -33,6 +33,7 @@ class TaskSetup:
         self.gate = gate if gate is not None else DeviceGate()  # its device work is shared work
         self._size: dict[str, tuple[TaskSize, int]] = {}  # task -> (its sizes, full-size trials)
         self.sizes: dict[str, tuple[int, int]] = {}  # task -> (input bytes, output bytes) per trial
+        self.param_bytes: dict[str, int] = {}  # task -> its model's parameters and buffers, bytes
         self._ops: dict[str, frozenset] = {}
         self._too_large: dict[str, str] = {}  # task -> why it cannot be judged here
         self._degeneracy: dict[tuple, Degeneracy | None] = {}  # the check's verdict; None: it could not run
@@ -90,7 +91,7 @@ class TaskSetup:
             return frozenset()  # a failing task is reported by the worker
         t1 = time.monotonic()
         in_b, out_b = self.sizes.get(key, (0, 0))
-        self._check_fits(task, TaskSize(in_b, out_b) if in_b or out_b else None)
+        self._check_fits(task, TaskSize(in_b, out_b, self.param_bytes.get(key, 0)) if in_b or out_b else None)
         self.parts[key] = {"reference_ops_s": round(t1 - t0, 4), "fit_check_s": round(time.monotonic() - t1, 4)}
         return ops
 
@@ -103,6 +104,7 @@ class TaskSetup:
             with rec:
                 out = self.reference.outputs(model, task, {}, InputSpec(SIZING_INPUT_SEED), sizes=sizes)
             self.sizes[task.source_hash] = (int(sizes.get("input_bytes", 0)), tensor_bytes(out))
+            self.param_bytes[task.source_hash] = model_bytes(model)
             del out, model
             return frozenset(rec.compute)
         except Exception:  # noqa: BLE001 - a failing task is reported by the worker
@@ -120,10 +122,11 @@ class TaskSetup:
         return size.evaluation_bytes(full_trials=full + self._paired.get(key, 0),
                                      timing_sets=min(TIMING_SETS, full))
 
-    def screen_bytes(self, task: Task) -> int:
-        """Estimated peak bytes of one screen of `task`'s TUNABLE points (0 when unknown)."""
+    def screen_bytes(self, task: Task, *, points: int = 1) -> int:
+        """Estimated peak bytes of one screen of `points` of `task`'s TUNABLE settings (0
+        when unknown)."""
         key = task.source_hash
-        return self._size[key][0].screen_bytes() if key in self._size else 0
+        return self._size[key][0].screen_bytes(points=points) if key in self._size else 0
 
     def _check_fits(self, task: Task, size: TaskSize | None) -> None:
         """Fail, naming the task and its sizes, when one evaluation of `size` cannot fit in

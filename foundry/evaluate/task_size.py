@@ -26,6 +26,7 @@ class TaskTooLarge(RuntimeError):
 class TaskSize:
     input_bytes: int  # one trial's inputs
     output_bytes: int  # one trial's outputs
+    param_bytes: int = 0  # one model's parameters and buffers
 
     def evaluation_bytes(self, *, full_trials: int, timing_sets: int) -> int:
         """Peak bytes of one evaluation while the worker runs: the worker's largest holding
@@ -36,13 +37,20 @@ class TaskSize:
         worker = max(self.input_bytes * full_trials + self.output_bytes,
                      (self.input_bytes + self.output_bytes) * timing_sets)
         received = self.output_bytes * (full_trials + 1 + timing_sets)
-        return worker + received
+        return worker + received + 2 * self.param_bytes  # the candidate's model and the reference's
 
-    def screen_bytes(self) -> int:
-        """Peak bytes of one screen of TUNABLE points: the judge's reference output and its
-        copy of one point's output, and the worker's trial inputs with that point's
-        output (one point at a time), or its one timing set's inputs and timed output."""
-        return self.input_bytes + 3 * self.output_bytes
+    def screen_bytes(self, *, points: int = 1) -> int:
+        """Peak bytes of one screen of `points` TUNABLE settings: the judge's reference
+        output and its copy of one setting's output, and the worker's trial inputs with
+        that setting's output (one output at a time), or its one timing set's inputs and
+        timed output; plus the reference's model and every setting's (all are kept until
+        they are timed)."""
+        return self.input_bytes + 3 * self.output_bytes + (1 + max(1, int(points))) * self.param_bytes
+
+
+def model_bytes(model) -> int:
+    """Bytes of a model's parameters and buffers."""
+    return sum(t.numel() * t.element_size() for t in (*model.parameters(), *model.buffers()))
 
 
 def meta_size(task: Task) -> TaskSize | None:
@@ -54,7 +62,7 @@ def meta_size(task: Task) -> TaskSize | None:
             model = module.Model(*module.get_init_inputs())
             inputs = list(module.get_inputs())
             out = model(*inputs)
-        return TaskSize(tensor_bytes(inputs), tensor_bytes(out))
+        return TaskSize(tensor_bytes(inputs), tensor_bytes(out), model_bytes(model))
     except Exception:  # noqa: BLE001 - data-dependent shapes, ops without meta kernels, ...
         return None
 

@@ -24,3 +24,24 @@ def test_a_screen_holds_one_point_at_a_time_so_it_reserves_far_less_than_an_eval
     # that point's output (or, later, its one timing set and a timed output)
     assert size.screen_bytes() == (6 + 3 * 6) * GB
     assert size.screen_bytes() < size.evaluation_bytes(full_trials=2, timing_sets=3) / 2
+
+
+def test_parameters_count_once_per_model_held():
+    size = TaskSize(input_bytes=1 * GB, output_bytes=1 * GB, param_bytes=2 * GB)
+    # an evaluation: the candidate's model and the reference's
+    assert size.evaluation_bytes(full_trials=2, timing_sets=2) == (4 + 5 + 2 * 2) * GB
+    # a screen keeps every setting's model until it is timed, besides the reference's
+    assert size.screen_bytes(points=6) == (1 + 3 + 7 * 2) * GB
+
+
+def test_the_meta_device_sizes_a_tasks_parameters(tmp_path):
+    from foundry.evaluate.task_size import meta_size
+    from foundry.tasks.loader import load_task
+    path = tmp_path / "linear.py"
+    path.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                    "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(1000, 500)\n"
+                    "    def forward(self, x):\n        return self.fc(x)\n"
+                    "def get_inputs():\n    return [torch.randn(64, 1000)]\n"
+                    "def get_init_inputs():\n    return []\n")
+    size = meta_size(load_task(str(path), profile="small"))
+    assert size == TaskSize(input_bytes=64 * 1000 * 4, output_bytes=64 * 500 * 4, param_bytes=(1000 * 500 + 500) * 4)

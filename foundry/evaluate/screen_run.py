@@ -1,0 +1,43 @@
+"""A screen job in the sandbox worker (`Job.kind == "screen"`): every TUNABLE point of a
+candidate built and checked, then all of them timed in one hold of the device. The
+judge's side is screening.py."""
+
+from __future__ import annotations
+
+import traceback
+
+from foundry.evaluate import protocol
+
+
+def run_screen(worker) -> None:
+    """`worker`: the job's harness.Worker. Every point first: load the candidate with its
+    params, run trial 0's inputs once and send the output (the judge compares it); a
+    point that fails is reported and the next one runs. Then, with the device to itself
+    once, time each point that ran on the first timing set, one after another, the
+    points sharing one set and one count of its changes. One process builds them all."""
+    job = worker.job
+    worker.trials[0]["inputs"] = None  # each point gets inputs regenerated from the seed
+    built: list = []  # (point index, model) of the points that ran
+    for k, point in enumerate(job.points):
+        try:
+            module = worker.load_candidate(params=point)
+            model = worker.construct(module.ModelNew)[0]
+            out, info = worker.run_trial(model, worker.fresh_inputs(0), record=job.candidate.record_ops)
+        except BaseException:  # noqa: BLE001 - a failing point is data, not the end of the job
+            worker.send({"kind": "screen_error", "point": k, "error": traceback.format_exc()[-3000:]})
+            continue
+        tensors: list = []
+        worker.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors), **info},
+                    tensors)
+        del out, tensors
+        built.append((k, model))
+    if not built:
+        return
+    sets = [worker.fresh_inputs(i) for i in job.timing.sets]  # one timing set for every point
+    changes = [0]
+    if not worker.wait_go():  # the go comes with the device to itself
+        return
+    for k, model in built:
+        worker.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False, sets=sets,
+                          changes=changes)
+    worker.wait_go()  # timed: the device is let go
