@@ -139,7 +139,8 @@ def _find(patterns, text: str) -> str | None:
     return None
 
 
-def _dotted(node: ast.AST) -> str | None:
+def dotted_name(node: ast.AST) -> str | None:
+    """`a.b.c` for an attribute chain on a name, else None."""
     parts = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)
@@ -181,7 +182,7 @@ class _Visitor(ast.NodeVisitor):
     # functions -------------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         for dec in node.decorator_list:
-            d = _dotted(dec.func if isinstance(dec, ast.Call) else dec) or ""
+            d = dotted_name(dec.func if isinstance(dec, ast.Call) else dec) or ""
             if self._resolve(d).startswith("triton"):
                 return  # a Triton kernel body: tl.* calls are the kernel itself
         self._fn_stack.append(node.name)
@@ -199,9 +200,9 @@ class _Visitor(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
             self._check_target(t)
-            d = _dotted(t) if isinstance(t, ast.Attribute) else None
+            d = dotted_name(t) if isinstance(t, ast.Attribute) else None
             if d and d.startswith("self.") and isinstance(node.value, ast.Call):
-                fn = _dotted(node.value.func) or ""
+                fn = dotted_name(node.value.func) or ""
                 full = self._resolve(fn)
                 if full.startswith("torch.nn.") and full.rsplit(".", 1)[-1] not in NN_LAYER_OK \
                         and not full.startswith("torch.nn.functional"):
@@ -242,7 +243,7 @@ class _Visitor(ast.NodeVisitor):
             return "library"
         if not isinstance(node, ast.Call):
             return ""
-        d = _dotted(node.func)
+        d = dotted_name(node.func)
         if d:
             full = self._resolve(d)
             name = full.rsplit(".", 1)[-1]

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 from typing import Callable
 
+from foundry.evaluate.static_checks import dotted_name
 from foundry.seeds.output_code import InductorKernel, OutputCode
 from foundry.seeds.result import SeedError
 
@@ -64,14 +65,7 @@ class WrapperError(SeedError):
 
 
 def dotted(node: ast.AST) -> str:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return ""
+    return dotted_name(node) or ""
 
 
 def _call(func: str, args: list, keywords: list) -> ast.Call:
