@@ -25,7 +25,10 @@ def _import(module_name: str, spec: str):
         loader_spec = importlib.util.spec_from_file_location(name, path)
         module = importlib.util.module_from_spec(loader_spec)
         sys.modules[name] = module
-        loader_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        try:
+            loader_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except Exception as e:  # noqa: BLE001 - the user's file: say which and why
+            raise UserModelError(f"SPEC {spec!r}: running {path} failed: {type(e).__name__}: {e}") from None
         return module
     if str(Path.cwd()) not in sys.path and "" not in sys.path:
         sys.path.insert(0, str(Path.cwd()))
@@ -36,6 +39,8 @@ def _import(module_name: str, spec: str):
             raise UserModelError(f"SPEC {spec!r}: no module named {e.name!r} (run from the folder that holds it, "
                                  "or give a file path: path/to/file.py:function)") from None
         raise UserModelError(f"SPEC {spec!r}: importing {module_name!r} failed: {e}") from None
+    except Exception as e:  # noqa: BLE001 - a syntax error, a failing import inside it, ...
+        raise UserModelError(f"SPEC {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
 
 
 def load_spec(spec: str) -> tuple[nn.Module, tuple]:
@@ -51,7 +56,10 @@ def load_spec(spec: str) -> tuple[nn.Module, tuple]:
         raise UserModelError(f"SPEC {spec!r}: module {module_name!r} has no attribute {attr!r}")
     if not callable(fn):
         raise UserModelError(f"SPEC {spec!r}: {attr!r} is a {type(fn).__name__}, not a callable")
-    got = fn()
+    try:
+        got = fn()
+    except Exception as e:  # noqa: BLE001 - the user's function: say which and why
+        raise UserModelError(f"SPEC {spec!r}: {attr}() raised {type(e).__name__}: {e}") from None
     if not (isinstance(got, (tuple, list)) and len(got) == 2):
         raise UserModelError(f"SPEC {spec!r}: {attr}() must return (model, example_inputs), "
                              f"got {type(got).__name__}")

@@ -47,6 +47,9 @@ def check_task(path: str | Path, params: dict, inputs: tuple, expected: tuple) -
     """None when the task at `path` reproduces the region, else why not."""
     try:
         model = load_task_model(path, params)
+        device = next((x.device for x in inputs if isinstance(x, torch.Tensor)), None)
+        if device is not None:  # a model captured on a GPU: the task's Model runs there too
+            model = model.to(device)
         with torch.no_grad():
             got = model(*inputs)
     except Exception as e:  # noqa: BLE001 - any failure means this spelling does not work

@@ -211,3 +211,15 @@ def test_a_bfloat16_models_tasks_have_its_parameter_dtypes(tmp_path):
             if t.is_floating_point():
                 assert t.dtype == torch.bfloat16, (entry.task_id, name)
         assert all(p["dtype"] == "bfloat16" for p in entry.params)
+
+
+def test_a_spec_whose_file_or_function_fails_is_named_with_the_reason(tmp_path):
+    from foundry.extract.spec import load_spec
+    broken = tmp_path / "broken_model.py"
+    broken.write_text("def build(:\n")
+    with pytest.raises(UserModelError, match=r"running .*broken_model.py failed: SyntaxError"):
+        load_spec(f"{broken}:build")
+    raising = tmp_path / "raising_model.py"
+    raising.write_text("def build():\n    raise RuntimeError('no weights here')\n")
+    with pytest.raises(UserModelError, match=r"build\(\) raised RuntimeError: no weights here"):
+        load_spec(f"{raising}:build")
