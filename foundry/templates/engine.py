@@ -18,7 +18,7 @@ def reference_and_inputs(task: Task, *, seed: int = 0, device: str = "cpu"):
     torch.manual_seed(seed)
     with torch.device(device):
         init = module.get_init_inputs()
-        model = module.Model(*init)
+        model = module.Model(*init).eval()  # as the judge runs it
         inputs = module.get_inputs()
     return model, list(init), list(inputs)
 
