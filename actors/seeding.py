@@ -1,8 +1,8 @@
 """Compiler seeds in a run: at the start, each task's seed (Inductor's kernels and wrapper
 as a candidate, foundry.seeds) is made where the task runs, by an evaluator actor (a GPU
-seed needs the GPU its kernels are compiled for), and judged on an island before
-anything it proposes, like any other candidate: a correct one becomes an elite, a parent
-of the search and an inspiration in LLM prompts.
+seed needs the GPU its kernels are compiled for), and judged on an island before that
+island's next proposal, like any other candidate: a correct one becomes an elite, a
+parent of the search and an inspiration in LLM prompts.
 
 `SeedService` is the evaluator's side (no Ray); `SeedRequests` is the driver's: it asks
 the evaluators, one task at a time on each, without waiting, and hands each seed that
@@ -48,7 +48,6 @@ class SeedService:
         return Candidate.make(task_id=task.task_id, source=seed.source, backend=seed.backend, origin="seed",
                               strategy_id=SEED_STRATEGY, note=seed.note), note
 
-
     def _get(self, task: Task):
         if self.gate is None:
             return self.store.get(task, device=self.device, threads=self.threads)
@@ -76,13 +75,13 @@ class SeedRequests:
         order = sorted(islands)
         for k, task in enumerate(tasks):
             self.queued.setdefault(k % len(evaluators), []).append((task, order[k % len(order)]))
-        for e in list(self.queued):
-            self._ask(e)
+        for evaluator in list(self.queued):
+            self._ask(evaluator)
 
-    def _ask(self, e: int) -> None:
-        if self.queued.get(e):
-            task, island = self.queued[e].pop(0)
-            self.pending[self.evaluators[e].compiler_seed.remote(task)] = (task.task_id, island, e)
+    def _ask(self, evaluator: int) -> None:
+        if self.queued.get(evaluator):
+            task, island = self.queued[evaluator].pop(0)
+            self.pending[self.evaluators[evaluator].compiler_seed.remote(task)] = (task.task_id, island, evaluator)
 
     def collect(self, *, islands: Mapping[int, Any], say: Callable[[str], None]) -> int:
         """Hand the seeds that are ready to their islands (and ask for the next ones);
@@ -93,8 +92,8 @@ class SeedRequests:
         ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
         handed = 0
         for ref in ready:
-            task_id, island, e = self.pending.pop(ref)
-            self._ask(e)
+            task_id, island, evaluator = self.pending.pop(ref)
+            self._ask(evaluator)
             try:
                 candidate, note = ray.get(ref)
             except Exception as e:  # noqa: BLE001 - an evaluator that failed here gives no seed
