@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping
 
+from foundry.seeds.result import BACKEND_FOR_DEVICE
 from foundry.types import Candidate, Task
 
 log = logging.getLogger(__name__)
 
 SEED_STRATEGY = "compiler:inductor"  # the strategy id of a compiler seed (the report's "won by")
-SEED_BACKENDS = {"cpu": "c", "cuda": "triton"}  # the backend a seed is made in, per device
 
 
 class SeedService:
@@ -38,7 +38,7 @@ class SeedService:
 
     def candidate(self, task: Task) -> tuple[Candidate | None, str]:
         """(the task's seed as a candidate, or None; a note on what was made or why none)."""
-        want = SEED_BACKENDS.get(self.device)
+        want = BACKEND_FOR_DEVICE.get(self.device)
         if want is None or (self.backend is not None and self.backend != want):
             return None, f"no compiler seed for backend {self.backend!r} on {self.device} (seeds are {want or 'none'})"
         seed, cached = self._get(task)

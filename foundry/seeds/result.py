@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+BACKEND_FOR_DEVICE = {"cpu": "c", "cuda": "triton"}  # the backend a compiler seed is written in
+
+
 class SeedError(ValueError):
     """A step of seed generation cannot go on for this task; the message says why (it
     becomes the note of a Seed without source)."""

@@ -16,7 +16,7 @@ from foundry.seeds.candidate import RunMethod, assemble, forward_parameters
 from foundry.seeds.capture import Capture, CaptureError, capture
 from foundry.seeds.emit_cpp import CppSeedError, cpp_launch, cpp_library_source, cpp_part, inductor_cpp_flags
 from foundry.seeds.output_code import OutputCode, parse_output_code
-from foundry.seeds.result import Seed, SeedError, no_seed
+from foundry.seeds.result import BACKEND_FOR_DEVICE, Seed, SeedError, no_seed
 from foundry.seeds.wrapper import translate
 from foundry.types import Task
 
@@ -84,8 +84,8 @@ def _cpu_seed(task: Task, captures: list[Capture], codes: list[OutputCode]) -> S
             f"ISA {flags.isa}) at {len(captures)} size set(s); {len(library)} kernel(s) built by foundry.kernels.c, "
             "library GEMM/convolution left to torch as Inductor left them. Nothing here compiles at run time.")
     src = assemble(task_source=task.source, note=note, part=cpp_part(source, names_all, flags), runs=runs)
-    return Seed(task_id=task.task_id, device="cpu", backend="c", source=src, kernels=len(library), note=note,
-                specializations=len(runs))
+    return Seed(task_id=task.task_id, device="cpu", backend=BACKEND_FOR_DEVICE["cpu"], source=src,
+                kernels=len(library), note=note, specializations=len(runs))
 
 
 def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:

@@ -16,7 +16,7 @@ import dataclasses
 from foundry.seeds.candidate import BackendPart, RunMethod, assemble, forward_parameters
 from foundry.seeds.capture import Capture, capture
 from foundry.seeds.output_code import OutputCode, parse_output_code
-from foundry.seeds.result import Seed, SeedError, no_seed
+from foundry.seeds.result import BACKEND_FOR_DEVICE, Seed, SeedError, no_seed
 from foundry.seeds.triton_kernels import TritonKernel, TritonSeedError, launch_source, parse_triton_kernel
 from foundry.seeds.wrapper import translate
 from foundry.types import Task
@@ -103,7 +103,7 @@ def triton_seed(task: Task, captures: list[Capture], codes: list[OutputCode], *,
             "Nothing here compiles or autotunes at run time.")
     part = BackendPart(header="\n".join(imports), kernels=block, init_lines=())
     src = assemble(task_source=task.source, note=note, part=part, runs=runs)
-    return Seed(task_id=task.task_id, device="cuda", backend="triton", source=src, kernels=len(parsed),
+    return Seed(task_id=task.task_id, device="cuda", backend=BACKEND_FOR_DEVICE["cuda"], source=src, kernels=len(parsed),
                 note=note, specializations=len(runs))
 
 
