@@ -103,7 +103,8 @@ def triton_seed(task: Task, captures: list[Capture], codes: list[OutputCode], *,
             "Nothing here compiles or autotunes at run time.")
     part = BackendPart(header="\n".join(imports), kernels=block, init_lines=())
     src = assemble(task_source=task.source, note=note, part=part, runs=runs)
-    return Seed(task_id=task.task_id, device="cuda", backend=BACKEND_FOR_DEVICE["cuda"], source=src, kernels=len(parsed),
+    return Seed(task_id=task.task_id, device="cuda", backend=BACKEND_FOR_DEVICE["cuda"], source=src,
+                kernels=len(parsed),
                 note=note, specializations=len(runs))
 
 
