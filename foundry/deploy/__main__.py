@@ -3,7 +3,8 @@ model SPEC returns and say which went in; with --check, run the original and the
 deployed model on fresh inputs and print the largest error and the end-to-end speedup
 against eager and against torch.compile of the original (measured, same process).
 
-Exit 0 on success, 2 for a bad SPEC, a run directory made for another model or a kernel
+Each kernel is timed against its region in this process before it goes in (--no-speed-check
+skips that). Exit 0 on success, 2 for a bad SPEC, a run directory made for another model or a kernel
 whose shapes no longer match (the message names it)."""
 
 from __future__ import annotations
@@ -25,14 +26,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", default=None, help="the extracted tasks folder (default: tasks.path of the run)")
     ap.add_argument("--check", action="store_true", help="compare with the original and time both")
     ap.add_argument("--no-compile", action="store_true", help="with --check: skip the torch.compile baseline")
+    ap.add_argument("--no-speed-check", action="store_true",
+                    help="swap in every correct kernel the run judged faster, without timing it against "
+                         "its region here")
     args = ap.parse_args(argv)
     try:
         model, _ = load_spec(args.spec)
-        deployed = deploy(model, args.run_dir, tasks_dir=args.tasks)
+        deployed = deploy(model, args.run_dir, tasks_dir=args.tasks, check_speed=not args.no_speed_check)
         info = deployed.foundry_deploy
         print(f"{type(model).__name__}: {len(info.swapped)} region occurrence(s) swapped in from {info.run_dir}")
         for task_id, modules, op in info.swapped:
             print(f"  {task_id:<28} {', '.join(modules) or '(model)'}  ->  {op}")
+        for task_id, modules, speed in info.speeds:
+            print(f"  timed here: {task_id:<28} {', '.join(modules) or '(model)'}: kernel {speed.kernel_ms:.4g} ms, "
+                  f"region {speed.region_ms:.4g} ms -> {speed.speedup:.3f}x")
         for task_id, why in info.passed_over:
             print(f"  kept original: {task_id}: {why}")
         if args.check:

@@ -6,8 +6,11 @@ like the manifest's example inputs, or on `example_inputs`), split by the same c
 each region whose structure key has a deployable kernel becomes a custom op
 (foundry.deploy.region_op) in the returned GraphModule. Every kernel is checked against
 its region's original code on the values the region sees in this capture before it goes
-in; one that differs is passed over (and said so in `gm.foundry_deploy`). Gradients flow
-through the regions' original code (foundry.deploy.region_op)."""
+in; one that differs is passed over (and said so in `gm.foundry_deploy`), and so, with
+`check_speed` (the default), is one that is not faster than the region's own code timed
+beside it in this process on those values (foundry.deploy.speed: the run's speedup rests
+on an eager baseline timed once, at another moment). Gradients flow through the regions'
+original code (foundry.deploy.region_op)."""
 
 from __future__ import annotations
 
@@ -19,9 +22,10 @@ import torch.fx as fx
 import torch.nn as nn
 
 from foundry.deploy.kernel import load_kernel
-from foundry.deploy.region_op import RegionDispatch, dispatch_key, register_region_op, same_results
+from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, register_region_op, same_results
 from foundry.deploy.rewrite import replace_region
 from foundry.deploy.runinfo import read_run
+from foundry.deploy.speed import time_region
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
 from foundry.extract.observe import observe
@@ -43,6 +47,7 @@ class DeployInfo:
     swapped: tuple
     passed_over: tuple
     dispatches: tuple
+    speeds: tuple = ()  # (task id, module paths, RegionSpeed) per occurrence timed (check_speed)
 
 
 def example_inputs_of(manifest, device: str | None = None) -> tuple:
@@ -61,7 +66,7 @@ def _occurrence_of(entry, region):
 
 
 def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
-           tasks_dir: str | Path | None = None) -> fx.GraphModule:
+           tasks_dir: str | Path | None = None, check_speed: bool = True) -> fx.GraphModule:
     """The model as a GraphModule with the run's kernels swapped in (see the module doc);
     `gm.foundry_deploy` is a DeployInfo. Raises UserModelError for a run directory made for
     another model or a kernel whose shapes no longer match."""
@@ -80,7 +85,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     entries = {r.key: r for r in manifest.regions}
     kernels = {k.task_id: k for k in run.kernels}
     swapped, passed = [], list(run.passed_over)
-    dispatches, chosen = [], []
+    dispatches, chosen, speeds = [], [], []
     found = set()
     for region in regions:
         entry = entries.get(region.key)
@@ -108,8 +113,17 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
             continue
         dispatch = RegionDispatch(task_id=entry.task_id, fallback=fallback, n_activations=len(region.inputs),
                                   kernels={dispatch_key(args[:len(region.inputs)]): kernel})
+        if check_speed:
+            speed = time_region(dispatch, list(args), device=str(inputs[0].device))
+            speeds.append((entry.task_id, tuple(occ.modules), speed))
+            if speed.kernel_ms >= speed.region_ms:
+                passed.append((entry.task_id, f"kernel {best.path} at {', '.join(occ.modules)}: not faster than "
+                                              f"the region's own code here ({speed.kernel_ms:.4g} ms vs "
+                                              f"{speed.region_ms:.4g} ms, timed side by side; the run judged "
+                                              f"{best.speedup_eager:.3g}x)"))
+                continue
         op = register_region_op(dispatch)
-        chosen.append((region, op))
+        chosen.append((region, region_call(op, dispatch)))
         dispatches.append(dispatch)
         swapped.append((entry.task_id, tuple(occ.modules), str(op)))
     renamed: dict = {}
@@ -121,7 +135,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     gm.graph.lint()
     gm.recompile()
     gm.foundry_deploy = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=tuple(swapped),
-                                   passed_over=tuple(passed), dispatches=tuple(dispatches))
+                                   passed_over=tuple(passed), dispatches=tuple(dispatches), speeds=tuple(speeds))
     return gm
 
 

@@ -6,7 +6,13 @@ the activations' shapes and dtypes and the device: a key the search judged a ker
 runs that kernel; anything else runs the region's original code (the captured subgraph),
 as does the fake implementation, on fake tensors, to give output shapes. Gradients
 (where anything asks for them, as torch.compile does for parameters that require grad)
-are the original code's: a vector-Jacobian product through the captured subgraph."""
+are the original code's: a vector-Jacobian product through the captured subgraph.
+
+The graph calls the op through `region_call`: in plain eager inference (real tensors, not
+under torch.compile or export, no gradient asked for) it runs the dispatch directly, since
+the custom op's own layers (dispatcher, autograd wrapper, alias checks) cost tens of
+microseconds a call inside a model, as much as a fused kernel saves on a small region;
+anything else goes through the op."""
 
 from __future__ import annotations
 
@@ -104,6 +110,31 @@ def register_region_op(dispatch: RegionDispatch):
 
     region.register_autograd(backward, setup_context=setup_context)
     return getattr(getattr(torch.ops, NAMESPACE), f"r{name}").default
+
+
+_PLAIN = (torch.Tensor, nn.Parameter)
+
+
+def _plain_eager(args) -> bool:
+    if torch.compiler.is_compiling():
+        return False
+    if any(type(a) not in _PLAIN for a in args):  # fake, functional or other tensor subclasses
+        return False
+    return not (torch.is_grad_enabled() and any(a.requires_grad for a in args))
+
+
+def region_call(op, dispatch: RegionDispatch):
+    """What the deployed graph calls for one region: `dispatch` directly in plain eager
+    inference, else the custom op `op` (see the module doc)."""
+    def call(args):
+        if _plain_eager(args):
+            return dispatch(list(args))
+        return op(args)
+
+    name = str(op).rsplit(".", 2)[-2] if "." in str(op) else "region"
+    call.__name__ = call.__qualname__ = f"foundry_{name}"
+    call.foundry_op = op
+    return call
 
 
 def same_results(kernel: nn.Module, fallback: fx.GraphModule, args: tuple, n_activations: int,

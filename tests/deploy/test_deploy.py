@@ -95,12 +95,13 @@ def mlp_run(tmp_path_factory):
 
 def test_best_kernel_runs_as_a_custom_op(mlp_run):
     model, inputs, _, run, task_id = mlp_run
-    gm = deploy(model, run, example_inputs=inputs)
+    gm = deploy(model, run, example_inputs=inputs, check_speed=False)
     info = gm.foundry_deploy
     assert isinstance(info, DeployInfo)
     assert [(t, m) for t, m, _ in info.swapped] == [(task_id, ("blocks.0.fc1", "blocks.0.act")),
                                                     (task_id, ("blocks.1.fc1", "blocks.1.act"))]
-    assert len(re.findall(r"torch\.ops\.foundry_deploy\.\w+\.default", gm.code)) == 2
+    assert len(re.findall(r"foundry_r02_linear_gelu_\d+\(", gm.code)) == 2
+    assert all("foundry_deploy" in str(n.target.foundry_op) for n in gm.graph.nodes if hasattr(n.target, "foundry_op"))
     assert "aten.gelu" not in gm.code
     with torch.no_grad():
         torch.testing.assert_close(gm(*inputs), model(*inputs))
@@ -113,7 +114,7 @@ def test_best_kernel_runs_as_a_custom_op(mlp_run):
 
 def test_unseen_batch_size_falls_back_to_the_original_code(mlp_run):
     model, inputs, _, run, _ = mlp_run
-    gm = deploy(model, run, example_inputs=inputs)
+    gm = deploy(model, run, example_inputs=inputs, check_speed=False)
     x = torch.randn(5, 16)
     with torch.no_grad():
         want = model(x)
@@ -124,7 +125,7 @@ def test_unseen_batch_size_falls_back_to_the_original_code(mlp_run):
 
 def test_deployed_model_traces_under_torch_compile_and_export(mlp_run):
     model, inputs, _, run, _ = mlp_run
-    gm = deploy(model, run, example_inputs=inputs)
+    gm = deploy(model, run, example_inputs=inputs, check_speed=False)
     compiled = torch.compile(gm, backend="aot_eager", fullgraph=True)
     x5 = torch.randn(5, 16)
     with torch.no_grad():
@@ -144,10 +145,10 @@ def test_deployed_model_traces_under_torch_compile_and_export(mlp_run):
 def test_a_slower_or_incorrect_kernel_is_not_swapped_in(mlp_run, tmp_path):
     model, inputs, tasks, _, task_id = mlp_run
     slow = make_run(tmp_path / "slow", tasks, task_id, GELU_KERNEL, speedup=0.8)
-    info = deploy(model, slow, example_inputs=inputs).foundry_deploy
+    info = deploy(model, slow, example_inputs=inputs, check_speed=False).foundry_deploy
     assert not info.swapped and "not faster than eager (0.8x)" in dict(info.passed_over)[task_id]
     wrong = make_run(tmp_path / "wrong", tasks, task_id, GELU_KERNEL, speedup=3.0, correct=False)
-    info = deploy(model, wrong, example_inputs=inputs).foundry_deploy
+    info = deploy(model, wrong, example_inputs=inputs, check_speed=False).foundry_deploy
     assert not info.swapped and dict(info.passed_over)[task_id] == "no correct kernel in the run"
 
 
@@ -155,7 +156,7 @@ def test_a_kernel_that_computes_something_else_is_passed_over(mlp_run, tmp_path)
     model, inputs, tasks, _, task_id = mlp_run
     relu = GELU_KERNEL.replace("0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f))", "x[i] > 0 ? x[i] : 0")
     run = make_run(tmp_path / "relu", tasks, task_id, relu, speedup=2.0)
-    info = deploy(model, run, example_inputs=inputs).foundry_deploy
+    info = deploy(model, run, example_inputs=inputs, check_speed=False).foundry_deploy
     assert not info.swapped and "differs from the region's" in dict(info.passed_over)[task_id]
 
 
@@ -181,17 +182,17 @@ def test_a_kernel_whose_shapes_no_longer_match_is_refused(mlp_run, tmp_path):
     bad = GELU_KERNEL.replace("nn.Linear(16, 32", "nn.Linear(16, 48")
     run = make_run(tmp_path / "run", other_tasks, task_id, bad, speedup=2.0)
     with pytest.raises(UserModelError, match=r"parameter 'linear0.weight' is \(48, 16\).*no longer match"):
-        deploy(model, run, example_inputs=inputs)
+        deploy(model, run, example_inputs=inputs, check_speed=False)
     task_file = other_tasks / f"{task_id}.py"
     task_file.write_text(task_file.read_text().replace("x0_shape = (8, 16)", "x0_shape = (4, 16)"))
     good = make_run(tmp_path / "run2", other_tasks, task_id, GELU_KERNEL, speedup=2.0)
     with pytest.raises(UserModelError, match=rf"task .*{task_id}.py: its inputs are .*no longer match"):
-        deploy(model, good, example_inputs=inputs)
+        deploy(model, good, example_inputs=inputs, check_speed=False)
 
 
 def test_cli_check_prints_error_and_speedups(mlp_run, capsys):
     _, _, _, run, task_id = mlp_run
-    assert deploy_main([f"{MODELS}:build_mlp", str(run), "--check", "--no-compile"]) == 0
+    assert deploy_main([f"{MODELS}:build_mlp", str(run), "--check", "--no-compile", "--no-speed-check"]) == 0
     out = capsys.readouterr().out
     assert "2 region occurrence(s) swapped in" in out and task_id in out
     err = float(re.search(r"largest abs error (\S+)", out).group(1))
@@ -227,7 +228,7 @@ def test_bfloat16_kernels_are_checked_at_bfloat16_tolerance(tmp_path, scale, swa
     task_id = next(r.task_id for r in manifest.regions if r.label == "linear_gelu")
     run = make_run(tmp_path / "run", tmp_path / "tasks", task_id, f"SCALE = {scale}\n" + GELU_BF16_FP32_ACC,
                    speedup=1.5)
-    gm = deploy(model, run)
+    gm = deploy(model, run, check_speed=False)
     info = gm.foundry_deploy
     assert bool(info.swapped) == swapped, info.passed_over
     if swapped:
@@ -235,3 +236,37 @@ def test_bfloat16_kernels_are_checked_at_bfloat16_tolerance(tmp_path, scale, swa
             torch.testing.assert_close(gm(*inputs), model(*inputs), atol=2e-2, rtol=2e-2)
     else:
         assert "differs from the region's" in dict(info.passed_over)[task_id]
+
+
+def test_a_kernel_slower_than_its_region_here_is_passed_over(mlp_run, tmp_path):
+    """The run says 3x, but timed beside the region's own code in this process the kernel
+    (its GELU computed 300 times over) is slower: it stays out, and the figures are kept."""
+    model, inputs, tasks, _, task_id = mlp_run
+    slow = GELU_KERNEL.replace("for (int64_t i = 0; i < n; i++) y[i] =",
+                               "for (int r = 0; r < 300; r++) for (int64_t i = 0; i < n; i++) y[i] = (float)r * 0.f +")
+    run = make_run(tmp_path / "slow", tasks, task_id, slow, speedup=3.0)
+    gm = deploy(model, run, example_inputs=inputs)
+    info = gm.foundry_deploy
+    assert not info.swapped
+    why = dict(info.passed_over)[task_id]
+    assert "not faster than the region's own code here" in why and "the run judged 3x" in why
+    assert len(info.speeds) == 2 and all(s.kernel_ms > s.region_ms for _, _, s in info.speeds)
+    assert "foundry_r" not in gm.code
+
+
+def test_eager_inference_skips_the_custom_op_layers(mlp_run):
+    """Plain inference runs the dispatch directly; with a gradient asked for, the op runs
+    (its autograd goes through the original code)."""
+    model, inputs, _, run, _ = mlp_run
+    gm = deploy(model, run, example_inputs=inputs, check_speed=False)
+
+    def op_events(fn):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            fn()
+        return sum(e.count for e in prof.key_averages() if e.key.startswith("foundry_deploy::"))
+
+    with torch.no_grad():
+        assert op_events(lambda: gm(*inputs)) == 0
+    x = inputs[0].clone().requires_grad_()
+    assert op_events(lambda: gm(x)) == 2
+    assert [d.kernel_calls for d in gm.foundry_deploy.dispatches] == [2, 2]
