@@ -16,6 +16,11 @@ def _meta(node):
     return tm if tm is not None and hasattr(tm, "shape") else None
 
 
+def tensor_dtypes(gm) -> set:
+    """The dtypes of the tensors a traced graph's nodes produce (where shapes were recorded)."""
+    return {m.dtype for n in gm.graph.nodes if (m := _meta(n)) is not None}
+
+
 def _shape(node):
     tm = _meta(node)
     return tuple(tm.shape) if tm is not None else None

@@ -18,7 +18,7 @@ from torch.fx.passes.shape_prop import ShapeProp
 from foundry.templates.ir import FLOAT, Description, Instr, Operand, Phase, Ref, Region, RowOp
 from foundry.templates.decompose import decompose
 from foundry.templates.forward import _linear_epilogue, _prologues, _rewrite
-from foundry.templates.fxutil import NotCovered, _dtype, _shape
+from foundry.templates.fxutil import NotCovered, _dtype, _shape, tensor_dtypes
 from foundry.templates.ops import pointwise_of, rowop_of
 
 _IDENTITY_ON_ONE = ("sum", "mean", "max", "min", "logsumexp", "prod")
@@ -362,6 +362,10 @@ def describe(model: nn.Module, inputs) -> Description:
         if g.last in out_node.all_input_nodes or any(u.op != "output" for u in g.last.users):
             regions.append((i, g))
     if not regions:
+        dtypes = tensor_dtypes(gm)
+        others = sorted(str(d).replace("torch.", "") for d in dtypes if d.is_floating_point and d != torch.float32)
+        if others and torch.float32 not in dtypes:
+            raise NotCovered(f"the templates compute in float32 only; this forward computes in {', '.join(others)}")
         raise NotCovered("no fusable pointwise, reduction, softmax, norm or scan op in the forward")
     built = []
     for k, (_, g) in enumerate(regions):

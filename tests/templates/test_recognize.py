@@ -194,3 +194,12 @@ def test_losses_left_to_torch_where_the_rewrite_would_change_the_answer(body, wh
             return body(a, b)
     with pytest.raises(NotCovered, match=why):
         describe(M(), [torch.randn(3, 8), torch.randn(3, 8)])
+
+
+def test_a_forward_in_another_float_type_is_named_as_the_reason():
+    class Gelu(nn.Module):
+        def forward(self, x):
+            return F.gelu(x)
+    with pytest.raises(NotCovered, match="float32 only; this forward computes in bfloat16"):
+        describe(Gelu(), [torch.randn(4, 8, dtype=torch.bfloat16)])
+    assert describe(Gelu(), [torch.randn(4, 8)])  # the same op in float32 is covered
