@@ -46,8 +46,8 @@ ENTRY_POINTS: dict[str, tuple[str, ...]] = {
 }
 
 # set_eval_frame(None) disables dynamo and set_eval_frame(False) only runs code compiled
-# before; torch's own code does both. Any other callback compiles the frames it sees.
-_HARMLESS_CALLBACKS = (None, False)
+# before; torch's own code does both (let through by `_guarded`). Any other callback
+# compiles the frames it sees.
 _EVAL_FRAME_SETTERS = frozenset({"set_eval_frame", "_maybe_set_eval_frame"})
 EXIT_CODE = 3
 
