@@ -24,6 +24,7 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
+from foundry.extract.taskcheck import as_outputs, structure_mismatch
 from foundry.evaluate.compare import compare
 
 NAMESPACE = "foundry_deploy"
@@ -145,13 +146,11 @@ def same_results(kernel: nn.Module, fallback: fx.GraphModule, args: tuple, n_act
     with torch.no_grad():
         want = tuple(fallback(*args))
         got = kernel(*[a.contiguous() for a in args[:n_activations]])
-    got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
-    if len(got) != len(want):
-        return f"{len(got)} outputs, the region has {len(want)}"
+    got = as_outputs(got)
+    wrong = structure_mismatch(got, want)
+    if wrong:
+        return f"{wrong} (the region's)"
     for i, (g, w) in enumerate(zip(got, want)):
-        if not isinstance(g, torch.Tensor) or g.shape != w.shape or g.dtype != w.dtype:
-            what = f"{tuple(g.shape)} {g.dtype}" if isinstance(g, torch.Tensor) else type(g).__name__
-            return f"output {i} is {what}, the region's is {tuple(w.shape)} {w.dtype}"
         verdict = compare(w, g, atol=atol, rtol=rtol, where=f"output {i}")
         if not verdict.ok:
             return f"differs from the region's: {verdict.message} (largest abs error {verdict.max_abs_err:.3g})"

@@ -25,15 +25,30 @@ def load_task_model(path: str | Path, params: dict | None = None) -> torch.nn.Mo
     return model
 
 
-def same_outputs(got, expected: tuple) -> str | None:
-    """None when `got` (a tensor or tuple) matches `expected`, else what differs."""
-    got = tuple(got) if isinstance(got, (tuple, list)) else (got,)
+def as_outputs(got) -> tuple:
+    """A forward's result as a tuple of outputs."""
+    return tuple(got) if isinstance(got, (tuple, list)) else (got,)
+
+
+def structure_mismatch(got: tuple, expected: tuple) -> str | None:
+    """None when `got` has `expected`'s number of outputs, each a tensor of its shape and
+    dtype, else the first difference."""
     if len(got) != len(expected):
         return f"{len(got)} outputs, expected {len(expected)}"
     for i, (g, e) in enumerate(zip(got, expected)):
         if not isinstance(g, torch.Tensor) or g.shape != e.shape or g.dtype != e.dtype:
             what = f"{tuple(g.shape)} {g.dtype}" if isinstance(g, torch.Tensor) else type(g).__name__
             return f"output {i} is {what}, expected {tuple(e.shape)} {e.dtype}"
+    return None
+
+
+def same_outputs(got, expected: tuple) -> str | None:
+    """None when `got` (a tensor or tuple) matches `expected`, else what differs."""
+    got = as_outputs(got)
+    wrong = structure_mismatch(got, expected)
+    if wrong:
+        return wrong
+    for i, (g, e) in enumerate(zip(got, expected)):
         if e.is_floating_point():
             scale = float(e.abs().max()) if e.numel() else 1.0
             if not torch.allclose(g, e, rtol=RTOL, atol=ATOL * max(1.0, scale), equal_nan=True):
