@@ -24,8 +24,8 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from foundry.extract.taskcheck import as_outputs, structure_mismatch
 from foundry.evaluate.compare import compare
+from foundry.extract.taskcheck import as_outputs, structure_mismatch
 
 NAMESPACE = "foundry_deploy"
 _counter = itertools.count()

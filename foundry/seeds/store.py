@@ -91,7 +91,7 @@ def make_in_fresh_process(task: Task, *, device: str, threads: int = 1, timeout_
                     os.killpg(proc.pid, signal.SIGKILL)
                     proc.wait()
                     return no_seed(task.task_id, device, f"seed generation ran past its {timeout_s:g} s limit")
-                time.sleep(POLL_S if timeout_s > 2 * POLL_S else 0.05)
+                time.sleep(min(POLL_S, timeout_s / 4))
         finally:
             on_end(proc.pid)
         try:
