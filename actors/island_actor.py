@@ -132,6 +132,9 @@ class IslandActor:
     def resubmit(self, candidates: list[Candidate]) -> int:
         return self.worker.resubmit(candidates)
 
+    def seed(self, candidate: Candidate) -> bool:
+        return self.worker.seed(candidate)
+
     def checkpoint(self) -> None:
         self.worker.checkpoint(self.checkpoint_dir)
 

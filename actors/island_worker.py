@@ -68,6 +68,7 @@ class IslandWorker:
         self.in_flight_ids: set[str] = set()
         self.proposed: dict[str, set] = {}  # ids of proposals already submitted, per task
         self.duplicates: dict[str, int] = {}
+        self.exhausted: set[str] = set()  # retired because the proposer had nothing new
         self.proposer_errors = 0
         self.max_proposer_errors = max_proposer_errors
         self._next = 0
@@ -79,6 +80,9 @@ class IslandWorker:
         self.stop_reason = self.stop_reason or reason
 
     def retire(self, task_id: str, reason: str) -> None:
+        """Stop proposing for `task_id` (the first reason given stays); a compiler seed
+        reopens it only when the island itself retired it for lack of new proposals."""
+        self.exhausted.discard(task_id)
         self.retired.setdefault(task_id, reason)
 
     def open_tasks(self) -> list[str]:
@@ -93,7 +97,10 @@ class IslandWorker:
 
     # -- the loop ----------------------------------------------------------
     async def run(self) -> str:
+        """Propose and judge until every task is retired or `stop()`; called again after it
+        returned (a compiler seed reopened a task), it goes on from where it was."""
         self._stopping = False
+        self.stop_reason = ""
         slots = [asyncio.ensure_future(self._slot()) for _ in range(self.in_flight)]
         await asyncio.gather(*slots)
         if not self.stop_reason:
@@ -118,10 +125,26 @@ class IslandWorker:
                 return
             await self.step(task_id)
 
+    def seed(self, candidate: Candidate) -> bool:
+        """Queue a task's compiler seed to judge before anything new is proposed. A task
+        retired because its proposer had nothing new opens again: the seed is a parent it
+        did not have. Returns whether the seed was queued (False: not a task of this
+        island, or one retired for another reason)."""
+        task_id = candidate.task_id
+        if task_id not in self.hosts:
+            return False
+        if task_id in self.exhausted:
+            self.exhausted.discard(task_id)
+            self.retired.pop(task_id, None)
+            self.duplicates[task_id] = 0
+        if task_id in self.retired:
+            return False
+        self.resubmits.append(candidate)
+        return True
+
     def resubmit(self, candidates: list[Candidate]) -> int:
         """Queue candidates to judge before anything new is proposed: those whose
-        evaluation a stopped run did not wait for, and compiler seeds. Returns how many
-        were queued."""
+        evaluation a stopped run did not wait for. Returns how many were queued."""
         queued = [c for c in candidates if c.task_id in self.hosts]
         self.resubmits.extend(queued)
         return len(queued)
@@ -174,6 +197,7 @@ class IslandWorker:
             n = self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
             if n >= self.max_duplicates:
                 self.retire(task_id, f"{n} proposals in a row were already evaluated")
+                self.exhausted.add(task_id)
             await asyncio.sleep(0)
             return
         self.duplicates[task_id] = 0

@@ -83,14 +83,19 @@ class SeedRequests:
             task, island = self.queued[evaluator].pop(0)
             self.pending[self.evaluators[evaluator].compiler_seed.remote(task)] = (task.task_id, island, evaluator)
 
-    def collect(self, *, islands: Mapping[int, Any], say: Callable[[str], None]) -> int:
-        """Hand the seeds that are ready to their islands (and ask for the next ones);
-        returns how many were handed."""
+    def outstanding(self) -> bool:
+        """Whether some task's seed is still to be made or handed over."""
+        return bool(self.pending) or any(self.queued.values())
+
+    def collect(self, *, islands: Mapping[int, Any], say: Callable[[str], None]) -> list[int]:
+        """Hand the seeds that are ready to their islands (`seed`, which reopens a task
+        its island retired for lack of new proposals) and ask for the next ones; returns
+        the indices of the islands handed one."""
         import ray
         if not self.pending:
-            return 0
+            return []
         ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
-        handed = 0
+        handed: list[int] = []
         for ref in ready:
             task_id, island, evaluator = self.pending.pop(ref)
             self._ask(evaluator)
@@ -100,8 +105,8 @@ class SeedRequests:
                 candidate, note = None, f"no seed: the evaluator failed ({type(e).__name__}: {e})"[:300]
             self.notes[task_id] = note
             if candidate is not None and island in islands:
-                islands[island].resubmit.remote([candidate])
-                handed += 1
+                islands[island].seed.remote(candidate)
+                handed.append(island)
                 say(f"compiler seed for {task_id} (judged on island {island}): {note}")
             else:
                 log.info("compiler seed for %s: %s", task_id, note)

@@ -189,12 +189,15 @@ class Supervisor:
         while True:
             time.sleep(self.s.run.poll_s)
             self._drain_all(timeout=self._left(DRAIN_S))
-            self.seeds.collect(islands=self.islands, say=self.view.say)
+            for i in self.seeds.collect(islands=self.islands, say=self.view.say):
+                if i in self.finished:  # its loop had returned: the seed reopened a task
+                    del self.finished[i]
+                    self.runs[i] = self.islands[i].run.remote()
             self._check_runs()
             reason = self._check_budgets()
             if reason:
                 return reason
-            if len(self.finished) == len(self.islands):
+            if len(self.finished) == len(self.islands) and not self.seeds.outstanding():
                 reasons = sorted(set(self.finished.values()))
                 return "; ".join(reasons)
             if self.s.run.migrate_every_s and time.monotonic() - last_migration >= self.s.run.migrate_every_s:

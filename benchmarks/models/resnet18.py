@@ -6,6 +6,8 @@ extract -> run -> deploy on real convolutions, batch norms and pooling.
         hydra.run.dir=runs/resnet18_run
     OMP_NUM_THREADS=1 python -m foundry.deploy benchmarks.models.resnet18:build runs/resnet18_run --check
 
+On a GPU, `build_cuda` (batch 32 at ImageNet's 224 x 224, on the current CUDA device).
+
 Needs torchvision (`pip install -e '.[models]'`; see benchmarks.models.packages for a
 CUDA-built torchvision next to a CPU torch)."""
 
@@ -37,3 +39,13 @@ def build(seed: int = 0, batch: int = BATCH, size: int = SIZE, dtype: torch.dtyp
     model = torchvision.models.resnet18(weights=None).eval().to(dtype)
     _trained_like_norms(model)
     return model, (torch.randn(batch, 3, size, size, dtype=dtype),)
+
+
+CUDA_BATCH = 32
+CUDA_SIZE = 224
+
+
+def build_cuda(seed: int = 0):
+    """`build` at batch 32, 224 x 224, on the current CUDA device."""
+    model, (images,) = build(seed, batch=CUDA_BATCH, size=CUDA_SIZE)
+    return model.cuda(), (images.cuda(),)

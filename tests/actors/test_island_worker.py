@@ -65,6 +65,29 @@ async def test_duplicates_are_not_evaluated_and_retire_the_task(relu_task):
     assert "already evaluated" in w.retired[relu_task.task_id]
 
 
+async def test_a_compiler_seed_reopens_a_task_retired_for_lack_of_new_proposals(relu_task):
+    class Same(CopyKernelProposer):
+        async def propose(self, request):
+            self.count = 0
+            return await super().propose(dataclasses.replace(request, generation=0, seed=0, island_id=0))
+
+    w = make_worker(relu_task, proposer=Same(), in_flight=1)
+    w.max_duplicates = 3
+    assert await asyncio.wait_for(w.run(), 10) == "every task finished"
+    assert len(w.drain()["records"]) == 1
+    seed = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 777), backend="c",
+                          strategy_id="compiler:inductor")
+    assert w.seed(seed)
+    assert w.open_tasks() == [relu_task.task_id]
+    assert await asyncio.wait_for(w.run(), 10) == "every task finished"  # the loop goes on, then ends again
+    judged = [c.candidate_id for c, _, _ in w.drain()["records"]]
+    assert judged[0] == seed.candidate_id
+    # a task retired for another reason (a budget, its target) stays retired
+    w.retire(relu_task.task_id, "target speedup reached")
+    assert not w.seed(dataclasses.replace(seed, source=copy_candidate_source(relu_task, 778)))
+    assert not w.seed(dataclasses.replace(seed, task_id="elsewhere"))
+
+
 async def test_checkpoint_restore_and_replay_lose_nothing(relu_task, tmp_path):
     w = make_worker(relu_task, budget=6)
     await w.run()

@@ -41,9 +41,9 @@ def test_seeds_are_asked_one_at_a_time_per_evaluator_and_handed_to_islands(ray_s
         def __init__(self):
             self.got = []
 
-        def resubmit(self, candidates):
-            self.got += [c.task_id for c in candidates]
-            return len(candidates)
+        def seed(self, candidate):
+            self.got.append(candidate.task_id)
+            return True
 
         def received(self):
             return self.got
@@ -54,9 +54,11 @@ def test_seeds_are_asked_one_at_a_time_per_evaluator_and_handed_to_islands(ray_s
     requests.start(tasks=[_task(i) for i in range(6)], evaluators=evaluators, islands=islands)
     assert len(requests.pending) == 2  # one per evaluator
     deadline = time.time() + 30
-    while (requests.pending or any(requests.queued.values())) and time.time() < deadline:
-        requests.collect(islands=islands, say=said.append)
+    handed = []
+    while requests.outstanding() and time.time() < deadline:
+        handed += requests.collect(islands=islands, say=said.append)
         time.sleep(0.02)
+    assert sorted(handed) == [0, 0, 0, 1, 1]
     assert set(requests.notes) == {f"t{i}" for i in range(6)}
     assert requests.notes["t3"] == "no seed: no kernels of its own"
     assert ray.get([e.most_at_once.remote() for e in evaluators]) == [1, 1]
