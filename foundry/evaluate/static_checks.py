@@ -85,9 +85,10 @@ FOREIGN_COMPUTE = (
     r"\.numpy\s*\(", r"__array__", r"\.tolist\s*\(", r"\bcblas_\w+", r"\b[sdhcz]gemm_?\s*\(",
     r"\bdlopen\b", r"\bdlsym\b",
     # C++ built against torch's headers and libraries (foundry.kernels.c torch_headers=True):
-    # only ATen's vector types (at::vec) and c10's helpers; ATen's operators and the BLAS,
-    # MKL, oneDNN and vector-math routines linked with it are library compute
-    r"\bat::(?!vec::)\w+", r"\b(mkl|MKL|dnnl|mkldnn|vml|vsl)_\w+", r"\bv[sdcz][A-Z][a-z]\w*\s*\(")
+    # only ATen's vector types (at::vec), its 16-bit float types (at::BFloat16, at::Half: plain
+    # values with their conversions) and c10's helpers; ATen's operators and the BLAS, MKL,
+    # oneDNN and vector-math routines linked with it are library compute
+    r"\bat::(?!vec::|BFloat16\b|Half\b)\w+", r"\b(mkl|MKL|dnnl|mkldnn|vml|vsl)_\w+", r"\bv[sdcz][A-Z][a-z]\w*\s*\(")
 
 PRECISION = (r"\.half\s*\(", r"\.bfloat16\s*\(", r"\bfloat16\b", r"\bbfloat16\b", r"\btorch\s*\.\s*half\b",
              r"\btf32\b", r"\b__half\b", r"\b__nv_bfloat16\b", r"\b_Float16\b", r"-ffast-math",

@@ -7,22 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from support.gpu_judge import RELU_TASK, gpu_eval_config
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-RELU_TASK = ROOT / "benchmarks" / "suite" / "level1" / "08_ReLU.py"
-
-
-def gpu_eval_config(**overrides):
-    """The judge's config for GPU tests (FOUNDRY_GPU_ISOLATION overrides isolation)."""
-    import os
-
-    from foundry.evaluate.config import EvalConfig
-    base = dict(device="cuda", trials=3, timeout_s=20.0, compile_baseline=False,
-                timing_min_ms=50.0, timing_min_calls=10, warmup_ms=10.0,
-                isolation=os.environ.get("FOUNDRY_GPU_ISOLATION", "auto"))
-    base.update(overrides)
-    return EvalConfig.from_config(base)
 
 
 @pytest.fixture(scope="module")

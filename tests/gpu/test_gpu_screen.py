@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import RELU_TASK, gpu_eval_config
+from support.gpu_judge import RELU_TASK, gpu_eval_config
 
 pytestmark = pytest.mark.gpu
 

@@ -118,7 +118,7 @@ def test_device_inputs_are_bit_identical_in_separate_processes(distribution):
 
 @pytest.fixture(scope="module")
 def full_judge(tmp_path_factory):
-    from conftest import gpu_eval_config
+    from support.gpu_judge import gpu_eval_config
     from foundry.evaluate.evaluator import Evaluator
     ev = Evaluator(config=gpu_eval_config(trials=4, timeout_s=90.0,
                                           baseline_cache_dir=str(tmp_path_factory.mktemp("bl"))))
