@@ -18,7 +18,7 @@ import ray
 from ray.exceptions import RayActorError
 
 from actors.island_host import IslandHost
-from actors.island_worker import IslandWorker
+from actors.island_worker import IslandWorker, SeedOutcome
 from actors.parts import make_island, make_proposer
 from actors.proposer_actor import RemoteProposer
 from foundry.types import Candidate, EvalResult, Task
@@ -132,7 +132,7 @@ class IslandActor:
     def resubmit(self, candidates: list[Candidate]) -> int:
         return self.worker.resubmit(candidates)
 
-    def seed(self, candidate: Candidate) -> bool:
+    def seed(self, candidate: Candidate) -> SeedOutcome:
         return self.worker.seed(candidate)
 
     def checkpoint(self) -> None:

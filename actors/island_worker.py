@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import enum
 import json
 import logging
 import os
@@ -29,6 +30,14 @@ from foundry.types import Candidate, EvalResult, Task
 log = logging.getLogger(__name__)
 # submit(task, candidate) -> (candidate as evaluated, result | None, evaluator, refusal)
 Submit = Callable[[Task, Candidate], Awaitable[tuple]]
+
+
+class SeedOutcome(enum.Enum):
+    """What `IslandWorker.seed` did with a compiler seed."""
+
+    REFUSED = "refused"  # not a task of this island, or one retired for another reason
+    QUEUED = "queued"  # the running loop judges it next
+    QUEUED_LOOP_ENDED = "queued, loop ended"  # queued, but `run()` had returned: call it again
 
 
 def peak_rss_mb() -> float:
@@ -69,6 +78,7 @@ class IslandWorker:
         self.proposed: dict[str, set] = {}  # ids of proposals already submitted, per task
         self.duplicates: dict[str, int] = {}
         self.exhausted: set[str] = set()  # retired because the proposer had nothing new
+        self._looping = False  # inside run()
         self.proposer_errors = 0
         self.max_proposer_errors = max_proposer_errors
         self._next = 0
@@ -101,8 +111,13 @@ class IslandWorker:
         returned (a compiler seed reopened a task), it goes on from where it was."""
         self._stopping = False
         self.stop_reason = ""
-        slots = [asyncio.ensure_future(self._slot()) for _ in range(self.in_flight)]
-        await asyncio.gather(*slots)
+        self._looping = True
+        while True:
+            slots = [asyncio.ensure_future(self._slot()) for _ in range(self.in_flight)]
+            await asyncio.gather(*slots)
+            if self._stopping or not self.resubmits:  # a seed queued as the slots ended: go on
+                break
+        self._looping = False
         if not self.stop_reason:
             self.stop_reason = "every task finished"
         return self.stop_reason
@@ -125,22 +140,22 @@ class IslandWorker:
                 return
             await self.step(task_id)
 
-    def seed(self, candidate: Candidate) -> bool:
+    def seed(self, candidate: Candidate) -> SeedOutcome:
         """Queue a task's compiler seed to judge before anything new is proposed. A task
         retired because its proposer had nothing new opens again: the seed is a parent it
-        did not have. Returns whether the seed was queued (False: not a task of this
-        island, or one retired for another reason)."""
+        did not have. Where `run()` had already returned, the outcome says so: the caller
+        runs the loop again."""
         task_id = candidate.task_id
         if task_id not in self.hosts:
-            return False
+            return SeedOutcome.REFUSED
         if task_id in self.exhausted:
             self.exhausted.discard(task_id)
             self.retired.pop(task_id, None)
             self.duplicates[task_id] = 0
         if task_id in self.retired:
-            return False
+            return SeedOutcome.REFUSED
         self.resubmits.append(candidate)
-        return True
+        return SeedOutcome.QUEUED if self._looping else SeedOutcome.QUEUED_LOOP_ENDED
 
     def resubmit(self, candidates: list[Candidate]) -> int:
         """Queue candidates to judge before anything new is proposed: those whose

@@ -6,7 +6,9 @@ parent of the search and an inspiration in LLM prompts.
 
 `SeedService` is the evaluator's side (no Ray); `SeedRequests` is the driver's: it asks
 the evaluators, one task at a time on each, without waiting, and hands each seed that
-comes back to an island, where it is judged before the island's next proposal.
+comes back to an island, where it is judged before the island's next proposal. A task its
+island had retired for lack of new proposals opens again for its seed, and the driver does
+not end the run while a seed is still to come; an island whose loop had ended is run again.
 """
 
 from __future__ import annotations
@@ -14,12 +16,14 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping
 
+from actors.island_worker import SeedOutcome
 from foundry.seeds.result import BACKEND_FOR_DEVICE
 from foundry.types import Candidate, Task
 
 log = logging.getLogger(__name__)
 
 SEED_STRATEGY = "compiler:inductor"  # the strategy id of a compiler seed (the report's "won by")
+HAND_TIMEOUT_S = 30.0  # the longest the driver waits for an island to take a seed
 
 
 class SeedService:
@@ -90,12 +94,12 @@ class SeedRequests:
     def collect(self, *, islands: Mapping[int, Any], say: Callable[[str], None]) -> list[int]:
         """Hand the seeds that are ready to their islands (`seed`, which reopens a task
         its island retired for lack of new proposals) and ask for the next ones; returns
-        the indices of the islands handed one."""
+        the indices of the islands whose loop had ended and must be run again."""
         import ray
         if not self.pending:
             return []
         ready, _ = ray.wait(list(self.pending), num_returns=len(self.pending), timeout=0)
-        handed: list[int] = []
+        handed: dict[Any, int] = {}  # the island's seed call -> island index
         for ref in ready:
             task_id, island, evaluator = self.pending.pop(ref)
             self._ask(evaluator)
@@ -105,9 +109,17 @@ class SeedRequests:
                 candidate, note = None, f"no seed: the evaluator failed ({type(e).__name__}: {e})"[:300]
             self.notes[task_id] = note
             if candidate is not None and island in islands:
-                islands[island].seed.remote(candidate)
-                handed.append(island)
+                handed[islands[island].seed.remote(candidate)] = island
                 say(f"compiler seed for {task_id} (judged on island {island}): {note}")
             else:
                 log.info("compiler seed for %s: %s", task_id, note)
-        return handed
+        rerun = []
+        for ref, island in handed.items():
+            try:
+                outcome = ray.get(ref, timeout=HAND_TIMEOUT_S)
+            except Exception as e:  # noqa: BLE001 - a dead island is restarted by the driver's own watch
+                log.warning("island %d did not take its compiler seed: %s", island, e)
+                continue
+            if outcome == SeedOutcome.QUEUED_LOOP_ENDED:
+                rerun.append(island)
+        return rerun

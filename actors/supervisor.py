@@ -190,9 +190,8 @@ class Supervisor:
             time.sleep(self.s.run.poll_s)
             self._drain_all(timeout=self._left(DRAIN_S))
             for i in self.seeds.collect(islands=self.islands, say=self.view.say):
-                if i in self.finished:  # its loop had returned: the seed reopened a task
-                    del self.finished[i]
-                    self.runs[i] = self.islands[i].run.remote()
+                self.finished.pop(i, None)  # its loop had returned: the seed reopened a task
+                self.runs[i] = self.islands[i].run.remote()
             self._check_runs()
             reason = self._check_budgets()
             if reason:

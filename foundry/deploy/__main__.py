@@ -42,6 +42,11 @@ def main(argv: list[str] | None = None) -> int:
                   f"region {speed.region_ms:.4g} ms -> {speed.speedup:.3f}x")
         for task_id, why in info.passed_over:
             print(f"  kept original: {task_id}: {why}")
+        if info.model_speed is not None:
+            print(f"  timed here: the whole model, kernels in {info.model_speed.deployed_ms:.4g} ms, original "
+                  f"{info.model_speed.original_ms:.4g} ms -> {info.model_speed.speedup:.3f}x")
+        if info.original_kept:
+            print(f"  the original model is returned unchanged: {info.original_kept}")
         if args.check:
             manifest = read_run(args.run_dir, model, tasks_dir=args.tasks).manifest
             inputs = example_inputs_of(manifest)

@@ -9,12 +9,17 @@ its region's original code on the values the region sees in this capture before 
 in; one that differs is passed over (and said so in `gm.foundry_deploy`), and so, with
 `check_speed` (the default), is one that is not faster than the region's own code timed
 beside it in this process on those values (foundry.deploy.speed: the run's speedup rests
-on an eager baseline timed once, at another moment). Gradients flow through the regions'
+on an eager baseline timed once, at another moment). With `check_speed`, the whole
+rewritten model is then timed beside the original on the same inputs, and where it is not
+faster the original model comes back instead (a kernel faster on its own can still lose in
+the model: the captured graph runs ops the module did not, and each swapped region adds
+its launch). Where nothing is swapped in, the original model comes back. Either way the
+returned model's `foundry_deploy` says what happened. Gradients flow through the regions'
 original code (foundry.deploy.region_op)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
@@ -25,7 +30,7 @@ from foundry.deploy.kernel import load_kernel
 from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, register_region_op, same_results
 from foundry.deploy.rewrite import replace_region
 from foundry.deploy.runinfo import read_run
-from foundry.deploy.speed import time_region
+from foundry.deploy.speed import ModelSpeed, RegionSpeed, time_model, time_region
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
 from foundry.extract.observe import observe
@@ -48,6 +53,8 @@ class DeployInfo:
     passed_over: tuple
     dispatches: tuple
     speeds: tuple = ()  # (task id, module paths, RegionSpeed) per occurrence timed (check_speed)
+    model_speed: ModelSpeed | None = None  # the rewritten model timed beside the original (check_speed)
+    original_kept: str = ""  # why the original model came back instead of the rewritten one ("": it did not)
 
 
 def example_inputs_of(manifest, device: str | None = None) -> tuple:
@@ -66,10 +73,11 @@ def _occurrence_of(entry, region):
 
 
 def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
-           tasks_dir: str | Path | None = None, check_speed: bool = True) -> fx.GraphModule:
-    """The model as a GraphModule with the run's kernels swapped in (see the module doc);
-    `gm.foundry_deploy` is a DeployInfo. Raises UserModelError for a run directory made for
-    another model or a kernel whose shapes no longer match."""
+           tasks_dir: str | Path | None = None, check_speed: bool = True) -> nn.Module:
+    """The model as a GraphModule with the run's kernels swapped in, or the original model
+    where that would not be faster (see the module doc); `.foundry_deploy` of what comes back
+    is a DeployInfo. Raises UserModelError for a run directory made for another model or a
+    kernel whose shapes no longer match."""
     if not isinstance(model, nn.Module):
         raise UserModelError(f"deploy: the model must be a torch.nn.Module, got {type(model).__name__}")
     run = read_run(run_dir, model, tasks_dir=tasks_dir)
@@ -134,9 +142,27 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
             passed.append((entry.task_id, "its region is not in the model as captured now"))
     gm.graph.lint()
     gm.recompile()
-    gm.foundry_deploy = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=tuple(swapped),
-                                   passed_over=tuple(passed), dispatches=tuple(dispatches), speeds=tuple(speeds))
+    info = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=tuple(swapped),
+                      passed_over=tuple(passed), dispatches=tuple(dispatches), speeds=tuple(speeds))
+    if not swapped:
+        return _original(model, info, "no kernel went in")
+    if check_speed:
+        speed = time_model(gm, model, inputs, dispatches=dispatches, device=str(inputs[0].device))
+        info = replace(info, model_speed=speed)
+        if speed.deployed_ms >= speed.original_ms:
+            return _original(model, info, f"the model with the kernels swapped in was not faster than the original "
+                                          f"({speed.deployed_ms:.4g} ms vs {speed.original_ms:.4g} ms, timed side by "
+                                          f"side)")
+    gm.foundry_deploy = info
     return gm
+
+
+def _original(model: nn.Module, info: DeployInfo, why: str) -> nn.Module:
+    """The user's model itself, with `info` saying why nothing of the run is in it."""
+    passed = info.passed_over + tuple((task_id, f"{why}; at {', '.join(modules) or '(model)'}")
+                                      for task_id, modules, _ in info.swapped)
+    model.foundry_deploy = replace(info, swapped=(), dispatches=(), passed_over=passed, original_kept=why)
+    return model
 
 
 def deployed_info(gm: torch.nn.Module) -> DeployInfo:

@@ -35,3 +35,29 @@ def time_region(dispatch, args: list, *, device: str = "cpu") -> RegionSpeed:
     finally:
         dispatch.kernel_calls, dispatch.fallback_calls = calls
     return RegionSpeed(kernel_ms=kernel_ms, region_ms=region_ms)
+
+
+
+@dataclass(frozen=True)
+class ModelSpeed:
+    deployed_ms: float
+    original_ms: float
+
+    @property
+    def speedup(self) -> float:
+        return self.original_ms / self.deployed_ms if self.deployed_ms > 0 else float("inf")
+
+
+def time_model(deployed, original, inputs: tuple, *, dispatches=(), device: str = "cpu") -> ModelSpeed:
+    """The rewritten model and the original timed the same way, interleaved, on `inputs`;
+    the call counts of `dispatches` (the swapped regions) are left as they were."""
+    import torch
+    calls = [(d.kernel_calls, d.fallback_calls) for d in dispatches]
+    try:
+        with torch.no_grad():
+            deployed_ms, original_ms = interleaved_median_ms([lambda: deployed(*inputs), lambda: original(*inputs)],
+                                                             device=device)
+    finally:
+        for d, (k, f) in zip(dispatches, calls):
+            d.kernel_calls, d.fallback_calls = k, f
+    return ModelSpeed(deployed_ms=deployed_ms, original_ms=original_ms)

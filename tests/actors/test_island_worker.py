@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 
 from actors.island_host import IslandHost
-from actors.island_worker import IslandWorker
+from actors.island_worker import IslandWorker, SeedOutcome
 from actors.parts import make_island
 from actors.standins import CopyKernelProposer, FixedCostEvaluator, copy_candidate_source
 from foundry.types import Candidate
@@ -77,15 +77,33 @@ async def test_a_compiler_seed_reopens_a_task_retired_for_lack_of_new_proposals(
     assert len(w.drain()["records"]) == 1
     seed = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 777), backend="c",
                           strategy_id="compiler:inductor")
-    assert w.seed(seed)
+    assert w.seed(seed) is SeedOutcome.QUEUED_LOOP_ENDED  # run() had returned: the caller runs it again
     assert w.open_tasks() == [relu_task.task_id]
     assert await asyncio.wait_for(w.run(), 10) == "every task finished"  # the loop goes on, then ends again
     judged = [c.candidate_id for c, _, _ in w.drain()["records"]]
     assert judged[0] == seed.candidate_id
     # a task retired for another reason (a budget, its target) stays retired
     w.retire(relu_task.task_id, "target speedup reached")
-    assert not w.seed(dataclasses.replace(seed, source=copy_candidate_source(relu_task, 778)))
-    assert not w.seed(dataclasses.replace(seed, task_id="elsewhere"))
+    assert w.seed(dataclasses.replace(seed, source=copy_candidate_source(relu_task, 778))) is SeedOutcome.REFUSED
+    assert w.seed(dataclasses.replace(seed, task_id="elsewhere")) is SeedOutcome.REFUSED
+
+
+async def test_a_seed_that_comes_while_the_loop_runs_is_judged_in_that_run(relu_task):
+    class Same(CopyKernelProposer):
+        async def propose(self, request):
+            self.count = 0
+            await asyncio.sleep(0.01)
+            return await super().propose(dataclasses.replace(request, generation=0, seed=0, island_id=0))
+
+    w = make_worker(relu_task, proposer=Same(), in_flight=1)
+    w.max_duplicates = 3
+    seed = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 779), backend="c",
+                          strategy_id="compiler:inductor")
+    run = asyncio.ensure_future(w.run())
+    await asyncio.sleep(0.005)
+    assert w.seed(seed) is SeedOutcome.QUEUED
+    assert await asyncio.wait_for(run, 10) == "every task finished"
+    assert seed.candidate_id in [c.candidate_id for c, _, _ in w.drain()["records"]]
 
 
 async def test_checkpoint_restore_and_replay_lose_nothing(relu_task, tmp_path):

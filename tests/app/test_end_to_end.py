@@ -157,3 +157,46 @@ def test_each_tasks_compiler_seed_is_judged_in_the_run(tmp_path):
     assert "Compiler seed (c backend)" in session["compiler_seeds"]["relu"]
     assert "compiler seed for relu" in out.stdout
     assert "| relu |" in (run_dir / "report.md").read_text()
+
+
+BF16_TASK = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    \"\"\"A bfloat16 scale-and-ReLU: no template computes in bfloat16, so only its seed can win.\"\"\"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x) * 2.0
+
+
+def get_inputs():
+    return [torch.randn(64, 256, dtype=torch.bfloat16)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_task_the_templates_cannot_serve_waits_for_its_compiler_seed(tmp_path):
+    """The template engine has nothing for a bfloat16 forward, so the island retires the
+    task at once (every proposal a repeat); the run must still judge the seed that comes
+    later, reopening the task, rather than end with every task finished."""
+    tasks = tmp_path / "tasks"
+    tasks.mkdir()
+    (tasks / "relu_bf16.py").write_text(BF16_TASK)
+    run_dir = tmp_path / "run"
+    out = subprocess.run([sys.executable, "-m", "foundry", "+exp=smoke", f"tasks.path={tasks}", "llm=none",
+                          "island.count=1", "run.compiler_seeds=true", "budget.evaluations=20",
+                          f"hydra.run.dir={run_dir}"], cwd=ROOT,
+                         env={**_env(), "FOUNDRY_CACHE_DIR": str(tmp_path / "cache")},  # the seed made now, slowly
+                         capture_output=True, text=True, timeout=280)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    records = read_evaluations(run_dir)
+    seeds = [r for r in records if r.candidate.strategy_id == "compiler:inductor"]
+    assert len(seeds) == 1, [(r.candidate.strategy_id, r.result.error[:100]) for r in records]
+    assert seeds[0].result.correct, seeds[0].result.error
+    assert any("computes in bfloat16" in r.result.error for r in records if r is not seeds[0])
+    assert "every task finished" in out.stdout
