@@ -1,5 +1,5 @@
 """The baseline cache: eager and torch.compile times per task source + sizes, device,
-hardware, thread count and torch version, on disk (one small JSON file per key); and
+hardware, thread count, torch version and torch.compile mode, on disk (one small JSON file per key); and
 reading a baseline job's outcome into a `Baseline`."""
 
 from __future__ import annotations
@@ -24,9 +24,12 @@ class Baseline:
     error: str = ""
 
 
-def baseline_key(task: Task, *, device: str, hardware: str, threads: int) -> str:
-    return content_hash(task.source, json.dumps(task.size_overrides, sort_keys=True, default=str),
-                        device, hardware, str(threads), torch.__version__)
+def baseline_key(task: Task, *, device: str, hardware: str, threads: int, compile_mode: str = "default") -> str:
+    """The cache key of a task's baselines (torch.compile's default mode keeps the key it
+    always had; another mode is a key of its own)."""
+    parts = (task.source, json.dumps(task.size_overrides, sort_keys=True, default=str), device, hardware,
+             str(threads), torch.__version__)
+    return content_hash(*parts) if compile_mode == "default" else content_hash(*parts, f"mode={compile_mode}")
 
 
 class BaselineCache:

@@ -10,6 +10,7 @@ from foundry.config_keys import checked_keys
 from foundry.paths import cache_root
 
 DEVICES = ("cpu", "cuda")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
 
 def _default_cache_dir() -> str:
@@ -35,6 +36,8 @@ class EvalConfig:
     timing_min_ms / timing_min_calls / timing_max_calls / timing_block_ms / warmup_ms:
         the timing protocol (blocks of calls, median of the per-block means).
     compile_baseline: also time torch.compile (slow on CPU the first time; cached).
+    compile_mode: the torch.compile mode of that baseline ("default", "reduce-overhead",
+        "max-autotune", "max-autotune-no-cudagraphs"); cached per mode.
     baseline_cache_dir: where baselines are cached (per task source+sizes, device, torch).
     check_variants: also check the task's declared shape variants for correctness.
     full_size_trials / large_task_mb: a task whose inputs and outputs of one trial exceed
@@ -66,6 +69,7 @@ class EvalConfig:
     timing_block_ms: float = 10.0
     warmup_ms: float = 30.0
     compile_baseline: bool = True
+    compile_mode: str = "default"
     baseline_timeout_s: float = 600.0
     baseline_cache_dir: str = field(default_factory=_default_cache_dir)
     check_variants: bool = True
@@ -80,6 +84,9 @@ class EvalConfig:
     degenerate_ok: tuple = ()  # task ids / patterns declared not degenerate
 
     def __post_init__(self) -> None:
+        if self.compile_mode not in COMPILE_MODES:
+            raise ValueError(f"EvalConfig.compile_mode: unknown torch.compile mode {self.compile_mode!r} "
+                             f"(choose from {', '.join(COMPILE_MODES)})")
         if self.device not in DEVICES:
             raise ValueError(f"EvalConfig.device: unknown device {self.device!r} "
                              f"(choose from {', '.join(DEVICES)})")

@@ -320,13 +320,3 @@ def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence]
             "estimate_ns": timing.median_ms * 1e6, "last_outputs": last,
             "span_ns": span[1] - span[0], "gpu": gpu, "last_input_changes": last_changes}
 
-
-def baseline_key(*, task_hash: str, shapes: str, gpu_name: str, tf32: str,
-                 kind: str) -> str:
-    """Cache key of an eager / torch.compile baseline: task, shapes, GPU, torch, TF32."""
-    import hashlib
-
-    import torch
-    text = "\0".join([task_hash, shapes, gpu_name, torch.__version__, str(torch.version.cuda),
-                      tf32, kind])
-    return hashlib.sha256(text.encode()).hexdigest()[:24]

@@ -601,7 +601,8 @@ class Evaluator:
     def _baseline(self, task: Task, phases: PhaseTimes | None = None) -> Baseline:
         cfg = self.config
         phases = phases or PhaseTimes()
-        key = baseline_key(task, device=cfg.device, hardware=self.hardware, threads=cfg.threads)
+        key = baseline_key(task, device=cfg.device, hardware=self.hardware, threads=cfg.threads,
+                           compile_mode=cfg.compile_mode)
         cached = self._cached_baseline(key)
         if cached is not None:
             return cached
@@ -612,7 +613,7 @@ class Evaluator:
         trials = tuple(TrialSpec(s.seed, "standard", 0) for s in trial_plan(TIMING_SETS, BASELINE_SEED))
         job = Job(kind="baseline", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
                   variants=({},), init_seed=BASELINE_SEED, trials=trials, timing=self._timing(trials, None),
-                  compile_baseline=cfg.compile_baseline)
+                  compile_baseline=cfg.compile_baseline, compile_mode=cfg.compile_mode)
         # one lane at a time per task; each timed part has the device to itself
         with _BASELINE_LOCKS.setdefault(key, threading.Lock()), self.gate.memory(self._device_bytes(task)):
             cached = self._cached_baseline(key)  # another lane may have measured it meanwhile

@@ -329,7 +329,8 @@ class Worker:
         self.wait_go()
         if self.job.compile_baseline:
             t0 = self.clock()
-            compiled = torch.compile(model)
+            mode = self.job.compile_mode
+            compiled = torch.compile(model, mode=None if mode == "default" else mode)
             with torch.no_grad():
                 compiled(*self.fresh_inputs(timing.sets[0]))
             compile_s = (self.clock() - t0) / 1e9

@@ -84,6 +84,7 @@ class Job:
     timing: TimingSpec | None = None
     candidate: CandidateSpec | None = None
     compile_baseline: bool = False
+    compile_mode: str = "default"  # torch.compile's mode for that baseline
     points: tuple = ()  # screen jobs: the TUNABLE settings, in order
     cuda_ipc: bool = False  # set by the sandbox when the judge imports CUDA outputs
 
@@ -137,6 +138,7 @@ class Job:
                        if timing else None,
                        candidate=CandidateSpec(**cand) if cand else None,
                        compile_baseline=bool(raw.get("compile_baseline", False)),
+                       compile_mode=str(raw.get("compile_mode", "default")),
                        points=tuple(dict(p) for p in raw.get("points") or ()),
                        cuda_ipc=bool(raw.get("cuda_ipc", False)))
         except JobError:

@@ -21,7 +21,7 @@ def test_unknown_key_is_named_with_the_allowed_ones():
         EvalConfig.from_config({"trails": 3})
 
 
-@pytest.mark.parametrize("bad", [{"device": "tpu"}, {"trials": 0}, {"timeout_s": 0}])
+@pytest.mark.parametrize("bad", [{"device": "tpu"}, {"trials": 0}, {"timeout_s": 0}, {"compile_mode": "fastest"}])
 def test_bad_values_are_rejected(bad):
     with pytest.raises(ValueError, match=next(iter(bad))):
         EvalConfig.from_config(bad)

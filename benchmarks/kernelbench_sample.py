@@ -1,0 +1,184 @@
+"""The offline search (llm=none) against torch.compile on a fixed sample of KernelBench
+problems at their published sizes: what the judge found per task, and the geometric means
+over the whole sample.
+
+    python benchmarks/kernelbench_sample.py [--path ../shared/kernelbench] [--every 4]
+        [--levels 1 2] [--wall-s 540] [--keep DIR] [--resume] [--max-autotune]
+        [--override key=value ...] [--out sample.json]
+
+The sample: of each level's problem files present in `--path`, ordered by problem number,
+every `--every`-th starting with the first (every 4th of levels 1 and 2: 40 problems). The
+main job runs on it (`python -m foundry tasks=kernelbench ... llm=none`, its default
+search: compiler seeds, templates, tuning); `--resume` continues the run kept in `--keep`
+(`resume=<run dir>`), so a sample larger than one sitting is judged over several. Then,
+in this process, on the same machine:
+
+- every task's eager and torch.compile (default mode) baselines, through the judge
+  (cached on disk: the run's own where it measured them; a task whose every candidate
+  failed gets them here);
+- with `--max-autotune`, torch.compile with `mode="max-autotune"` timed by the judge too
+  (its own cache key).
+
+Reported (stdout, `--out` JSON): per task the best correct kernel's speedups, what won it,
+its roofline position; coverage (tasks with a correct kernel among those torch.compile
+compiles); geometric means over the whole sample against eager, torch.compile and
+max-autotune, a task without a correct kernel counted at eager's time; the geometric
+mean of the memory-bound tasks' fractions of their roofline floor, and the lowest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from kernelbench_throughput import link_problems  # noqa: E402
+
+
+def sample(path: Path, *, levels: list[int], every: int) -> list[str]:
+    """`level/number` of every `every`-th problem file of each level, by number."""
+    picked = []
+    for level in levels:
+        folder = path / f"level{level}"
+        if not folder.is_dir():
+            raise SystemExit(f"no folder {folder}")
+        numbers = sorted(int(p.name.split("_", 1)[0]) for p in folder.glob("*_*.py")
+                         if p.name.split("_", 1)[0].isdigit())
+        picked += [f"{level}/{n}" for n in numbers[::every]]
+    return picked
+
+
+def geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def task_rows(run_dir: Path, task_ids: list[str]) -> dict[str, dict]:
+    from foundry.store import read_evaluations
+    from foundry.store.summary import summarize
+    summaries = summarize(read_evaluations(run_dir), task_ids=task_ids)
+    return {t: {"evaluations": s.evaluations, "correct": s.correct, "best_ms": s.best_runtime_ms,
+                "eager_ms": s.eager_ms, "compile_ms": s.compile_ms, "won_by": s.best_strategy,
+                "roofline": {k: (s.best_roofline or {}).get(k) for k in ("fraction", "bound", "floor_ms")}
+                if s.best_roofline else None}
+            for t, s in summaries.items()}
+
+
+def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_autotune: bool) -> None:
+    """Eager and torch.compile times for every task, through the judge (its disk cache
+    first); with `max_autotune`, also torch.compile(mode="max-autotune")."""
+    from foundry.evaluate import EvalConfig, Evaluator
+    from foundry.tasks.loader import load_task
+    configs = [("compile_ms", EvalConfig(device=device))]
+    if max_autotune:
+        configs.append(("max_autotune_ms", EvalConfig(device=device, compile_mode="max-autotune")))
+    for field, config in configs:
+        with Evaluator(config=config) as judge:
+            for task_id, row in rows.items():
+                if row.get(field) and row.get("eager_ms"):
+                    continue
+                t0 = time.monotonic()
+                try:
+                    eager, compiled = judge.baselines(task=load_task(tasks_dir / f"{task_id}.py", profile="full"))
+                except Exception as e:  # noqa: BLE001 - one task's failure is reported, the rest go on
+                    row[f"{field}_error"] = f"{type(e).__name__}: {e}"[:300]
+                    continue
+                row["eager_ms"] = row.get("eager_ms") or eager
+                row[field] = compiled
+                print(f"  baselines {task_id}: eager {eager}, {field} {compiled} "
+                      f"({time.monotonic() - t0:.1f} s)", flush=True)
+
+
+def figures(rows: dict[str, dict]) -> dict:
+    """Coverage, the geometric means and the memory-bound tasks' roofline fractions."""
+    out: dict = {"tasks": len(rows)}
+    compiles = [t for t, r in rows.items() if r.get("compile_ms")]
+    out["torch_compile_compiles"] = len(compiles)
+    out["correct_where_compile_compiles"] = sum(1 for t in compiles if rows[t]["correct"])
+    for field, name in (("eager_ms", "vs_eager"), ("compile_ms", "vs_compile"), ("max_autotune_ms", "vs_max_autotune")):
+        ratios = []
+        for r in rows.values():
+            base, best = r.get(field), r.get("best_ms")
+            if not base:
+                continue
+            # a task without a correct kernel runs at eager's time
+            ratios.append(base / best if best else (base / r["eager_ms"] if r.get("eager_ms") else None))
+        out[name] = geomean([x for x in ratios if x])
+        out[name + "_tasks"] = len([x for x in ratios if x])
+    memory = {t: r["roofline"]["fraction"] for t, r in rows.items()
+              if r.get("roofline") and r["roofline"].get("bound") == "memory" and r["roofline"].get("fraction")}
+    out["memory_bound_tasks"] = len(memory)
+    out["memory_bound_floor_fraction_geomean"] = geomean(list(memory.values()))
+    out["memory_bound_lowest"] = min(memory.items(), key=lambda kv: kv[1]) if memory else None
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--path", default=str(ROOT.parent / "shared" / "kernelbench"))
+    ap.add_argument("--levels", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--every", type=int, default=4)
+    ap.add_argument("--wall-s", type=float, default=540.0, help="budget.wall_time_s of this sitting")
+    ap.add_argument("--keep", default="", help="folder for the run directory and its log (default: a temp dir)")
+    ap.add_argument("--resume", action="store_true", help="continue the run kept in --keep")
+    ap.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune')")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--override", nargs="*", default=[], help="more Hydra overrides for the main job")
+    ap.add_argument("--out", default="")
+    a = ap.parse_args()
+    if a.every < 1:
+        raise SystemExit(f"--every must be >= 1, got {a.every}")
+
+    keep = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="kb-sample-"))
+    keep.mkdir(parents=True, exist_ok=True)
+    problems = sample(Path(a.path), levels=a.levels, every=a.every)
+    tasks_dir, run_dir = keep / "tasks", keep / "run"
+    if not tasks_dir.exists():
+        ids = link_problems(Path(a.path), problems, tasks_dir)
+    else:
+        ids = sorted(f"{p.parent.name}/{p.stem}" for p in tasks_dir.glob("level*/*.py"))
+    print(f"{len(ids)} problems (every {a.every}th of levels {a.levels}): {', '.join(ids)}", flush=True)
+    if a.resume and not (run_dir / "run.json").exists():
+        raise SystemExit(f"--resume: no run to continue in {run_dir}")
+    levels = ",".join(str(v) for v in a.levels)
+    cmd = [sys.executable, "-m", "foundry", "tasks=kernelbench", f"tasks.path={tasks_dir}", f"tasks.level=[{levels}]",
+           "tasks.ids=null", "llm=none", "budget.evaluations=null", f"budget.wall_time_s={a.wall_s}",
+           "run.progress=log", "run.progress_every_s=60",
+           *([f"resume={run_dir}"] if a.resume else [f"hydra.run.dir={run_dir}"]), *a.override]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    t0 = time.monotonic()
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    wall = time.monotonic() - t0
+    with open(keep / "run.log", "a") as log:
+        log.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    print(f"main job: exit {proc.returncode} after {wall:.0f} s", flush=True)
+    if proc.returncode != 0:
+        print(proc.stdout[-2000:] + proc.stderr[-3000:], flush=True)
+    rows = task_rows(run_dir, ids)
+    fill_baselines(rows, tasks_dir, device=a.device, max_autotune=a.max_autotune)
+    result = {"problems": ids, "rule": f"every {a.every}th problem of levels {a.levels} by number",
+              "wall_s": round(wall, 1), "figures": figures(rows), "per_task": rows}
+    print(json.dumps(result["figures"], indent=1, default=str), flush=True)
+    for task_id, r in rows.items():
+        best = f"{r['eager_ms'] / r['best_ms']:.2f}x eager" if r.get("best_ms") and r.get("eager_ms") else "no kernel"
+        vs_c = f", {r['compile_ms'] / r['best_ms']:.2f}x torch.compile" if r.get("best_ms") and r.get("compile_ms") \
+            else ""
+        print(f"  {task_id}: {r['correct']}/{r['evaluations']} correct; {best}{vs_c}; won by {r['won_by']}",
+              flush=True)
+    if a.out:
+        Path(a.out).write_text(json.dumps(result, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,52 @@
+"""The KernelBench sample benchmark's rule and figures (no run: a folder of empty problem
+files and hand-made task rows)."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "kernelbench_sample.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    sys.path.insert(0, str(SCRIPT.parent))
+    spec = importlib.util.spec_from_file_location("kernelbench_sample", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_sample_is_every_nth_present_problem_by_number(bench, tmp_path):
+    for level, numbers in ((1, [1, 2, 3, 5, 8, 13, 21, 34, 55]), (2, [10, 9])):
+        folder = tmp_path / f"level{level}"
+        folder.mkdir()
+        for n in numbers:
+            (folder / f"{n}_Problem.py").write_text("")
+        (folder / "README.md").write_text("")
+    assert bench.sample(tmp_path, levels=[1, 2], every=4) == ["1/1", "1/8", "1/55", "2/9"]
+    with pytest.raises(SystemExit, match="level3"):
+        bench.sample(tmp_path, levels=[3], every=4)
+
+
+def test_a_task_without_a_kernel_counts_at_eagers_time(bench):
+    rows = {
+        "a": {"correct": 3, "best_ms": 1.0, "eager_ms": 2.0, "compile_ms": 1.5, "max_autotune_ms": 1.2,
+              "roofline": {"fraction": 0.9, "bound": "memory"}},
+        "b": {"correct": 0, "best_ms": None, "eager_ms": 4.0, "compile_ms": 2.0, "max_autotune_ms": None,
+              "roofline": None},
+        "c": {"correct": 1, "best_ms": 3.0, "eager_ms": 3.0, "compile_ms": None, "roofline":
+              {"fraction": 0.4, "bound": "memory"}},
+    }
+    f = bench.figures(rows)
+    assert f["torch_compile_compiles"] == 2 and f["correct_where_compile_compiles"] == 1
+    assert f["vs_eager"] == pytest.approx((2.0 * 1.0 * 1.0) ** (1 / 3))
+    assert f["vs_compile"] == pytest.approx((1.5 * 0.5) ** 0.5) and f["vs_compile_tasks"] == 2
+    assert f["vs_max_autotune"] == pytest.approx(1.2) and f["vs_max_autotune_tasks"] == 1
+    assert f["memory_bound_tasks"] == 2 and f["memory_bound_lowest"] == ("c", 0.4)
+    assert f["memory_bound_floor_fraction_geomean"] == pytest.approx(math.sqrt(0.36))
