@@ -145,3 +145,4 @@ class RunOptions(_FromConfig):
     proposer_impl: str | None = _field("str", None, nullable=True)  # "module:factory" stand-in
     compiler_seeds: bool = _field("bool", True)  # each task's torch.compile kernels judged first (foundry.seeds)
     seed_timeout_s: float = _field("float", 300.0, min=1)  # longest a task's seed may take to make
+    profile_elites: bool = _field("bool", True)  # GPU runs: hardware metrics of each new elite's kernels

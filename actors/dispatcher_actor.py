@@ -55,6 +55,7 @@ class DispatcherActor:
                                  max_attempts=max_attempts, retry_delay_s=retry_delay_s,
                                  on_settle=self._file)
         self._judging: dict[tuple[str, str], asyncio.Future] = {}  # (task, candidate id) -> its outcome
+        self._evaluators: dict[str, Any] = {}  # name -> handle
 
     def _file(self, payload: Any, value: Any, error: BaseException | None) -> None:
         task, candidate, origin = payload
@@ -68,6 +69,18 @@ class DispatcherActor:
     async def add_evaluators(self, handles: dict, slots: int = 1) -> None:
         for name, handle in handles.items():
             self.balancer.add_worker(name, _caller(handle), slots=slots)
+            self._evaluators[name] = handle
+
+    async def profile(self, evaluator: str, task: Task, candidate: Candidate, result: EvalResult) -> dict | None:
+        """Hardware metrics of an elite from the evaluator that judged it (its device);
+        None where that evaluator is gone or gives none."""
+        handle = self._evaluators.get(evaluator)
+        if handle is None:
+            return None
+        try:
+            return await handle.profile_elite.remote(task, candidate, result)
+        except Exception:  # noqa: BLE001 - a profile is an extra: its failure costs the elite nothing
+            return None
 
     async def submit(self, task: Task, candidate: Candidate, origin: str = "") -> tuple:
         """Returns (candidate as evaluated, result, evaluator name, refusal). A refusal

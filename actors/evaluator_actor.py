@@ -24,6 +24,7 @@ import ray
 from actors.evaluation import EvaluationService
 from actors.parts import device_ceilings, make_device_gate, make_evaluator
 from actors.seeding import SeedService
+from foundry.evaluate.hardware_profile import HardwareProfiler
 from foundry.types import Candidate, EvalResult, Task
 
 
@@ -43,6 +44,9 @@ class EvaluatorActor:
                                                                     backend=backend),
                                            tuning=tuning, device=device, ceilings=self.ceilings)
                          for _ in range(max(1, lanes))]
+        # elites' hardware metrics, each with the device to itself (GPU runs only)
+        self.profiler = None if impl else HardwareProfiler(
+            device=device, exclusive=self.gate.exclusive if self.gate is not None else None)
         self._free: queue.Queue = queue.Queue()
         for service in self.services:
             self._free.put(service)
@@ -66,6 +70,14 @@ class EvaluatorActor:
         lane = {"index": self.services.index(service), "started_at": round(wall, 3), "busy_s": round(busy, 3)}
         result = dataclasses.replace(result, metrics={**(result.metrics or {}), "lane": lane})
         return candidate, result, self.name
+
+    def profile_elite(self, task: Task, candidate: Candidate, result: EvalResult) -> dict | None:
+        """Hardware metrics of an elite this evaluator judged, for its result's metrics
+        (foundry.evaluate.hardware_profile); None off the GPU."""
+        if self.profiler is None:
+            return None
+        profile = self.profiler.profile(task=task, candidate=candidate, result=result)
+        return profile.as_metrics() if profile is not None else None
 
     def baselines(self, task: Task) -> Any:
         service = self._free.get()
@@ -98,4 +110,4 @@ class EvaluatorActor:
 def evaluator_options(*, gpu: bool, cpus: float, max_restarts: int, slots: int) -> dict:
     return {"num_gpus": 1 if gpu else 0, "num_cpus": cpus, "max_restarts": max_restarts,
             # + 2: `info` and one `compiler_seed` (the driver asks one at a time) while every lane is busy
-            "max_task_retries": 0, "max_concurrency": max(1, slots) + 2}
+            "max_task_retries": 0, "max_concurrency": max(1, slots) + 3}

@@ -85,12 +85,16 @@ class IslandActor:
         async def submit(task: Task, candidate: Candidate):
             return await dispatcher.submit.remote(task, candidate, self.origin)
 
+        async def profile(task: Task, candidate: Candidate, result: EvalResult, evaluator: str):
+            return await dispatcher.profile.remote(evaluator, task, candidate, result)
+
         self.worker = IslandWorker(
             island_index=island_index, tasks=tasks, hosts=hosts, proposer=proposer, submit=submit,
             prompts=_PromptClient(prompt_actor) if prompt_actor is not None else None,
             backend=settings["backend"], in_flight=int(settings.get("in_flight", 2)),
             max_duplicates=int(settings.get("max_duplicates", 64)),
-            hardware=settings.get("hardware") or {})
+            hardware=settings.get("hardware") or {},
+            profile=profile if settings.get("profile_elites", True) else None)
         self.restored = self.worker.restore(checkpoint_dir)
 
     def _on_llm_call(self, record: Any) -> None:

@@ -41,6 +41,10 @@ class IslandHost:
     def has_seen(self, candidate_id: str) -> bool:
         return bool(self.island.knows(candidate_id))
 
+    def would_enter(self, candidate: Candidate, result: EvalResult) -> bool:
+        """Whether `add` would make it an elite now (fill or improve its cell)."""
+        return bool(self.island.would_enter(candidate=candidate, result=result))
+
     def add(self, candidate: Candidate, result: EvalResult) -> tuple[EvalResult, bool]:
         """Insert an evaluated child; returns (result with its descriptor cell, whether
         it filled or improved a cell)."""

@@ -6,7 +6,10 @@ evolver for a prompt, call the proposer, submit the child for evaluation, add it
 parent's island (this one: a child always lands on its parent's island), report the
 outcome to the prompt evolver and put the record in the outbox the driver drains.
 Candidates handed over by `resubmit` (unfinished when a previous run stopped) are
-submitted first, without proposing. `IslandActor` is a thin Ray shell over this class.
+submitted first, without proposing. With `profile`, a correct child about to enter its
+archive as an elite first gets its kernels' hardware metrics (from the evaluator that
+judged it), so the log, the archive and later prompts carry them. `IslandActor` is a
+thin Ray shell over this class.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from foundry.types import Candidate, EvalResult, Task
 log = logging.getLogger(__name__)
 # submit(task, candidate) -> (candidate as evaluated, result | None, evaluator, refusal)
 Submit = Callable[[Task, Candidate], Awaitable[tuple]]
+# profile(task, candidate, result, evaluator) -> metrics to add to an elite's result, or None
+Profile = Callable[[Task, Candidate, EvalResult, str], Awaitable[dict | None]]
 
 
 class SeedOutcome(enum.Enum):
@@ -62,10 +67,12 @@ class IslandWorker:
     def __init__(self, *, island_index: int, tasks: Mapping[str, Task], hosts: Mapping[str, IslandHost],
                  proposer: Any, submit: Submit, prompts: Any = None, backend: str,
                  in_flight: int = 2, max_duplicates: int = 64,
-                 hardware: Mapping[str, Any] | None = None, max_proposer_errors: int = 20):
+                 hardware: Mapping[str, Any] | None = None, max_proposer_errors: int = 20,
+                 profile: Profile | None = None):
         self.island_index = island_index
         self.tasks, self.hosts = dict(tasks), dict(hosts)
         self.proposer, self.submit, self.prompts = proposer, submit, prompts or NoPrompts()
+        self.profile = profile
         self.backend, self.in_flight, self.max_duplicates = backend, in_flight, max_duplicates
         self.hardware = dict(hardware or {})
         self.retired: dict[str, str] = {}
@@ -251,6 +258,10 @@ class IslandWorker:
         if host.has_seen(child.candidate_id):  # arrived meanwhile (a migrant, a twin, a tuned twin)
             self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
             return None
+        if self.profile is not None and result is not None and result.correct and host.would_enter(child, result):
+            hardware = await self.profile(task, child, result, evaluator)  # before it is logged or held
+            if hardware:
+                result = dataclasses.replace(result, metrics={**(result.metrics or {}), **hardware})
         result, _ = host.add(child, result)
         self.outbox.append((child, result, evaluator))
         return result

@@ -34,6 +34,9 @@ NCU_METRICS = {
     "dram_throughput_pct": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
     "achieved_occupancy_pct": "sm__warps_active.avg.pct_of_peak_sustained_active",
     "l2_hit_rate_pct": "lts__t_sector_hit_rate.pct",
+    "registers_per_thread": "launch__registers_per_thread",
+    "shared_mem_static_bytes": "launch__shared_mem_per_block_static",
+    "shared_mem_dynamic_bytes": "launch__shared_mem_per_block_dynamic",
     "duration_ns": "gpu__time_duration.sum",
 }
 
@@ -250,13 +253,18 @@ def parse_ncu_csv(text: str, *, kernel_names: Iterable[str] = ()) -> NcuReport:
         return NcuReport(False, {}, (), "none of the candidate's kernels were profiled")
     metrics = {k: v / weight for k, v in acc.items()} if weight > 0 else {}
     metrics["duration_ns_total"] = weight
+    metrics["kernel_count"] = len(set(used))
+    metrics["launches"] = len(used)
     return NcuReport(True, metrics, tuple(sorted(set(used))), f"{len(used)} kernel launches profiled")
 
 
 def ncu_profile(*, task_path: str, candidate_path: str, params: Mapping | None = None,
                 kernel_names: Iterable[str] = (), profile: str = "full",
-                timeout_s: float = 300.0) -> NcuReport:
-    """Run the candidate under Nsight Compute and return its kernels' metrics."""
+                timeout_s: float = 300.0, isolated: bool = False) -> NcuReport:
+    """Run the candidate under Nsight Compute and return its kernels' metrics. `isolated`
+    (a search's candidates): ncu and the candidate run in the judge's isolation where this
+    process may enter it (foundry.evaluate.isolation); the CLI profiles a user's own file
+    without it."""
     ncu = ncu_binary()
     if ncu is None:
         return NcuReport(False, {}, (), "Nsight Compute (ncu) not found: timing only")
@@ -265,10 +273,20 @@ def ncu_profile(*, task_path: str, candidate_path: str, params: Mapping | None =
            "--metrics", ",".join(NCU_METRICS.values()),
            sys.executable, "-m", "foundry.hardware", "ncu-target", task_path, candidate_path,
            json.dumps(dict(params or {})), profile]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        return NcuReport(False, {}, (), f"ncu timed out after {timeout_s:.0f} s: timing only")
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="foundry-ncu-") as scratch:
+        # with `isolated`: the same isolation as the judge's workers (read-only filesystems
+        # but this scratch folder, no network, no capabilities) for ncu and what it runs
+        env = {**os.environ, "TMPDIR": scratch, "HOME": scratch,
+               "TRITON_CACHE_DIR": os.path.join(scratch, "triton")}
+        preexec = _isolated_child(scratch) if isolated else None
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, env=env,
+                                  preexec_fn=preexec)
+        except subprocess.TimeoutExpired:
+            return NcuReport(False, {}, (), f"ncu timed out after {timeout_s:.0f} s: timing only")
+        except subprocess.SubprocessError as e:  # the isolation could not be entered
+            return NcuReport(False, {}, (), f"ncu could not start isolated ({e}): timing only")
     out = proc.stdout + "\n" + proc.stderr
     if "ERR_NVGPUCTRPERM" in out or "LibraryNotLoaded" in out or "Failed to initialize" in out:
         why = re.search(r"==ERROR==[^\n]*", out)
@@ -279,6 +297,51 @@ def ncu_profile(*, task_path: str, candidate_path: str, params: Mapping | None =
         tail = out.strip().splitlines()[-3:]
         return NcuReport(False, {}, (), f"ncu failed (exit {proc.returncode}): {' | '.join(tail)}")
     return report
+
+
+def _isolated_child(scratch: str):
+    """A preexec function entering the judge's isolation (nothing where it is not available)."""
+    from foundry.evaluate import isolation
+    if not isolation.available():
+        return None
+
+    def enter() -> None:
+        os.setsid()
+        isolation.isolate([scratch])
+    return enter
+
+
+def hardware_diagnosis(*, ncu: Mapping | None = None, roofline: Mapping | None = None,
+                       kernels: Mapping | None = None) -> str:
+    """One line on what bounds a kernel, from what was measured: the roofline position
+    (metrics["roofline"]), Nsight Compute counters (`ncu_*`, without the prefix) and the
+    device profiler's kernels (metrics["kernels"]). E.g. "memory-bound at 41% of the
+    floor; DRAM 38% of peak, SM 12%, occupancy 61%, L2 hit 30%; 3 kernels where one
+    would do"."""
+    parts = []
+    if roofline and roofline.get("bound") and isinstance(roofline.get("fraction"), (int, float)):
+        parts.append(f"{roofline['bound']}-bound at {100 * float(roofline['fraction']):.0f}% of the floor")
+    ncu = dict(ncu or {})
+    counters = [(label, ncu.get(key)) for label, key in (("DRAM", "dram_throughput_pct"),
+                                                         ("SM", "sm_throughput_pct"),
+                                                         ("occupancy", "achieved_occupancy_pct"),
+                                                         ("L2 hit", "l2_hit_rate_pct"))]
+    shown = [f"{label} {float(v):.0f}%" for label, v in counters if isinstance(v, (int, float))]
+    if shown:
+        shown[0] = shown[0] + " of peak" if shown[0].startswith(("DRAM", "SM")) else shown[0]
+        parts.append(", ".join(shown))
+    if isinstance(ncu.get("registers_per_thread"), (int, float)):
+        smem = sum(float(ncu.get(k) or 0) for k in ("shared_mem_static_bytes", "shared_mem_dynamic_bytes"))
+        parts.append(f"{float(ncu['registers_per_thread']):.0f} registers per thread, "
+                     f"{smem / 1024:.0f} KiB shared memory per block")
+    count = ncu.get("kernel_count")
+    if count is None and kernels:
+        times = [t for t in kernels.get("kernel_times_us") or () if isinstance(t, (list, tuple)) and len(t) == 3]
+        count = len(times) or kernels.get("own_kernels")
+    if isinstance(count, (int, float)) and count > 1:
+        parts.append(f"{int(count)} kernels where one would do" if parts and parts[0].startswith("memory")
+                     else f"{int(count)} kernels")
+    return "; ".join(parts)
 
 
 def _ncu_target(task_path: str, candidate_path: str, params_json: str, profile: str) -> int:

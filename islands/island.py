@@ -158,6 +158,15 @@ class Island:
             descriptor_hint=hint, seed=self._rng.getrandbits(31))
 
     # -- adding evaluated children ---------------------------------------------------
+    def would_enter(self, *, candidate: Candidate, result: EvalResult) -> bool:
+        """Whether `add` would make the candidate an elite now: it has code and its
+        fitness beats its cell's elite (or the cell is empty). Changes nothing."""
+        if not candidate.source:
+            return False
+        _, cell = self.describe(candidate)
+        current = self.archive.get(cell)
+        return current is None or fitness_of(result) > current.fitness
+
     def add(self, *, candidate: Candidate, result: EvalResult,
             descriptor: Descriptor | None = None) -> AddOutcome:
         """Record an evaluated child of this island, insert it, advance the generation.

@@ -94,8 +94,9 @@ def _tuning_lines(tuning: Any) -> str:
 def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
     """(what the hardware said about the parent's kernels, its tuning records). Only the
     kernel's own figures go into a prompt: its position against the roofline floor (the
-    diagnosis first), the kernels the device profiler saw run, and profiler counters
-    (foundry.hardware.NCU_METRICS, `ncu_*`), not the judge's bookkeeping (phases, lanes,
+    diagnosis first), the elite's hardware profile (its diagnosis and source), the kernels
+    the device profiler saw run, and profiler counters (foundry.hardware.NCU_METRICS,
+    `ncu_*`), not the judge's bookkeeping (phases, lanes,
     transfers, memory caps)."""
     profile, counters, tuning = {}, {}, None
     for k, v in metrics.items():
@@ -106,6 +107,11 @@ def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
             if v.get("diagnosis"):
                 profile["diagnosis"] = v["diagnosis"]
             profile.update({f"roofline_{f}": v[f] for f in ROOFLINE_FIGURES if f in v})
+        elif key == "hardware" and isinstance(v, Mapping):
+            if v.get("diagnosis"):
+                profile["hardware_diagnosis"] = v["diagnosis"]
+            if v.get("source"):
+                profile["hardware_source"] = v["source"]
         elif key in NCU_METRICS or key.startswith("ncu_"):
             counters[key] = v
         elif key == "kernels" and isinstance(v, Mapping):

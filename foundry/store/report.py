@@ -43,6 +43,9 @@ def _task_section(s: TaskSummary, run: RunDir, heatmap: Path | None) -> list[str
         lines.append(f"| best against the roofline floor | {s.best_roofline.get('fraction', 0):.0%} of the floor "
                      f"({_ms(s.best_roofline.get('floor_ms'))}) |")
         lines.append(f"| bottleneck of the best kernel | {s.best_roofline.get('diagnosis', '—')} |")
+    if s.best_hardware:
+        source = "Nsight Compute" if s.best_hardware.get("source") == "ncu" else "the judge's profiler (no counters)"
+        lines.append(f"| hardware of the best kernel ({source}) | {s.best_hardware.get('diagnosis') or '—'} |")
     if s.best_candidate_id:
         rel = run.best_file(s.task_id).relative_to(run.path)
         lines.append(f"| best kernel | [{rel}]({rel}) (candidate {s.best_candidate_id}) |")

@@ -27,6 +27,7 @@ class TaskSummary:
     stages: dict = field(default_factory=dict)  # stage -> count
     best_roofline: dict | None = None  # the best kernel's metrics["roofline"] (Roofline.position), if measured
     best_strategy: str | None = None  # what made the best kernel: "compiler:inductor", "template:fused", ...
+    best_hardware: dict | None = None  # the best kernel's metrics["hardware"] (source, diagnosis), if profiled
 
     @property
     def share_correct(self) -> float:
@@ -46,6 +47,11 @@ def best_record(records: Iterable[EvaluationRecord]) -> EvaluationRecord | None:
 def _roofline(best: EvaluationRecord | None) -> dict | None:
     position = (best.result.metrics or {}).get("roofline") if best is not None else None
     return dict(position) if isinstance(position, Mapping) and position.get("floor_ms") else None
+
+
+def _hardware(best: EvaluationRecord | None) -> dict | None:
+    profile = (best.result.metrics or {}).get("hardware") if best is not None else None
+    return dict(profile) if isinstance(profile, Mapping) and profile.get("source") else None
 
 
 def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = (),
@@ -81,7 +87,7 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
             best_runtime_ms=best.result.runtime_ms if best else None,
             eager_ms=eager, compile_ms=compile_, llm_cost_usd=float(costs.get(task_id, 0.0)),
             backends=tuple(sorted({r.candidate.backend for r in recs})), curve=tuple(curve),
-            cells=cells, stages=stages, best_roofline=_roofline(best),
+            cells=cells, stages=stages, best_roofline=_roofline(best), best_hardware=_hardware(best),
             best_strategy=(best.candidate.strategy_id or best.candidate.origin) if best else None)
     return out
 

@@ -194,3 +194,25 @@ async def test_a_twin_is_kept_in_the_archive_but_not_logged(relu_task):
     assert drained["records"] == [] and len(drained["settled"]) == 1
     assert w.hosts[relu_task.task_id].has_seen(drained["settled"][0])
     assert not w.stop_reason and not w.retired
+
+
+async def test_elites_get_their_hardware_profile_before_they_are_logged(relu_task):
+    """Only a child about to enter the archive is profiled; its logged result and the
+    archive's copy carry the metrics; the rest are logged as judged."""
+    calls = []
+
+    async def profile(task, candidate, result, evaluator):
+        calls.append(candidate.candidate_id)
+        return {"hardware": {"source": "ncu", "diagnosis": "memory-bound at 50% of the floor"},
+                "ncu_dram_throughput_pct": 50.0}
+
+    w = make_worker(relu_task, budget=8, in_flight=1)
+    w.profile = profile
+    await w.run()
+    records = w.drain()["records"]
+    profiled = {c.candidate_id for c, r, _ in records if "hardware" in (r.metrics or {})}
+    assert profiled == set(calls) and calls
+    elites = w.hosts[relu_task.task_id].island.archive.elites()
+    assert all(e.result.metrics.get("ncu_dram_throughput_pct") == 50.0 for e in elites)
+    assert {e.candidate.candidate_id for e in elites} <= profiled
+    assert all(r.correct for c, r, _ in records if c.candidate_id in profiled)

@@ -92,8 +92,23 @@ def test_ncu_csv_weighted_by_duration_over_own_kernels():
     assert rep.metrics["dram_throughput_pct"] == pytest.approx((90 * 300 + 70 * 100) / 400)
     assert rep.metrics["achieved_occupancy_pct"] == pytest.approx((80 * 300 + 60 * 100) / 400)
     assert rep.metrics["duration_ns_total"] == 400
+    assert rep.metrics["kernel_count"] == 1 and rep.metrics["launches"] == 2
     assert not hardware.parse_ncu_csv(NCU_CSV, kernel_names=["missing"]).ok
     assert not hardware.parse_ncu_csv("==ERROR== LibraryNotLoaded").ok
+
+
+def test_the_hardware_diagnosis_reads_the_roofline_the_counters_and_the_kernel_count():
+    line = hardware.hardware_diagnosis(
+        ncu={"dram_throughput_pct": 38.2, "sm_throughput_pct": 12.0, "achieved_occupancy_pct": 61.0,
+             "l2_hit_rate_pct": 30.0, "registers_per_thread": 40.0, "shared_mem_static_bytes": 0.0,
+             "shared_mem_dynamic_bytes": 8192.0, "kernel_count": 3},
+        roofline={"bound": "memory", "fraction": 0.41})
+    assert line == ("memory-bound at 41% of the floor; DRAM 38% of peak, SM 12%, occupancy 61%, L2 hit 30%; "
+                    "40 registers per thread, 8 KiB shared memory per block; 3 kernels where one would do")
+    fallback = hardware.hardware_diagnosis(roofline={"bound": "compute", "fraction": 0.8},
+                                           kernels={"kernel_times_us": [["a", 1.0, 1], ["b", 2.0, 1]]})
+    assert fallback == "compute-bound at 80% of the floor; 2 kernels"
+    assert hardware.hardware_diagnosis() == ""
 
 
 def test_prompt_text_names_the_ceilings():

@@ -206,3 +206,19 @@ def test_add_accepts_a_precomputed_descriptor_of_the_right_backend():
     other = make_candidate(task_id=TASK, corpus="triton_relu_block.py")
     with pytest.raises(ValueError, match="backend 'cuda', not 'triton'"):
         island.add(candidate=other, result=make_result(other), descriptor=d)
+
+
+def test_would_enter_says_what_add_will_do_and_changes_nothing():
+    island = Island(island_id=0, task_id=TASK, seed=0)
+    first = make_candidate(task_id=TASK, island_id=0, tag="a")
+    assert island.would_enter(candidate=first, result=make_result(first, speedup=1.5))
+    assert len(island.archive) == 0  # asking inserts nothing
+    island.add(candidate=first, result=make_result(first, speedup=1.5))
+    same_cell_slower = make_candidate(task_id=TASK, island_id=0, tag="b")
+    assert not island.would_enter(candidate=same_cell_slower, result=make_result(same_cell_slower, speedup=1.2))
+    faster = make_candidate(task_id=TASK, island_id=0, tag="c")
+    assert island.would_enter(candidate=faster, result=make_result(faster, speedup=2.0))
+    no_code = dataclasses.replace(faster, source="")
+    assert not island.would_enter(candidate=no_code, result=make_result(faster, speedup=9.0))
+    status = island.add(candidate=same_cell_slower, result=make_result(same_cell_slower, speedup=1.2)).status
+    assert status is InsertStatus.REJECTED

@@ -33,6 +33,10 @@ def _request(task, mode, backend="c", **kw):
                               "peak_gb_per_s": 4250.0, "achieved_tflops": 0.0, "peak_tflops": 51.0,
                               "diagnosis": "memory-bound: 39% of the floor (moves 0.051 GB at 1645 GB/s of 4250; "
                                            "floor 0.012 ms, this 0.031 ms)"},
+                 "hardware": {"source": "ncu", "note": "3 kernel launches profiled", "profile_s": 6.2,
+                              "diagnosis": "memory-bound at 39% of the floor; DRAM 38% of peak, SM 12%; "
+                                           "2 kernels where one would do"},
+                 "ncu_dram_throughput_pct": 38.0, "ncu_registers_per_thread": 32.0,
                  "tuning": [{"params": {"BLOCK": 128}, "ms": 0.040},
                             {"params": {"BLOCK": 256}, "ms": 0.031}]})
     insp = Candidate.make(task_id=task.task_id, source=PARENT_SOURCE + "\n# inspiration\n",
@@ -88,6 +92,10 @@ def test_optimize_prompt_carries_parent_results_profile_and_tuning(relu_task):
     assert text.index("diagnosis: memory-bound") < text.index("dram_throughput_pct")  # the diagnosis first
     assert "kernels_launched: 3 launches of 2 kernels" in text and "kernel_1: relu_kernel: 21.5 us over 2 launch(es)" in text
     assert "kernels_own_time: 97% of device time in the candidate's own kernels" in text
+    # the elite's hardware profile: its diagnosis, its source and its counters
+    assert "hardware_diagnosis: memory-bound at 39% of the floor; DRAM 38% of peak, SM 12%; 2 kernels where one" in text
+    assert "hardware_source: ncu" in text and "ncu_dram_throughput_pct: 38" in text
+    assert "ncu_registers_per_thread: 32" in text and "profile_s" not in text
     # the judge's bookkeeping stays out of the prompt
     assert "phases" not in text and "worker_wall_s" not in text and "lane" not in text.lower().replace("plane", "")
     assert '{"ms": 0.04, "params": {"BLOCK": 128}}' in text

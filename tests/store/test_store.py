@@ -138,15 +138,19 @@ def test_report_shows_the_best_kernel_against_its_roofline_floor(tmp_path):
     log = EvaluationLog(tmp_path, flush_rows=2)
     position = {"floor_ms": 0.25, "fraction": 0.4, "bound": "memory",
                 "diagnosis": "memory-bound: 40% of the floor (moves 1.07 GB at 1700 GB/s of 4250; floor 0.25 ms, this 0.625 ms)"}
+    hardware = {"source": "ncu", "diagnosis": "memory-bound at 40% of the floor; DRAM 39% of peak, SM 9%"}
     for i, s in enumerate([1.2, 1.6]):
         c, r = pair(i, speed=s)
-        log.append(c, dataclasses.replace(r, runtime_ms=0.625, metrics={**r.metrics, "roofline": position}))
+        log.append(c, dataclasses.replace(r, runtime_ms=0.625, metrics={**r.metrics, "roofline": position,
+                                                                         "hardware": hardware}))
     log.append(*pair(3, task="t2", speed=1.1))  # no roofline position (a CPU run)
     log.close()
     report = build_report(tmp_path).read_text()
     assert "| best against the roofline floor | 40% of the floor (0.25 ms) |" in report
     assert "| bottleneck of the best kernel | memory-bound: 40% of the floor (moves 1.07 GB" in report
     assert report.count("best against the roofline floor") == 1  # t2 has none
+    assert "| hardware of the best kernel (Nsight Compute) | memory-bound at 40% of the floor; DRAM 39% of peak" in report
+    assert report.count("hardware of the best kernel") == 1
     assert "![runtime against the roofline floor](plots/roofline.png)" in report
     assert (tmp_path / "plots" / "roofline.png").read_bytes()[:4] == b"\x89PNG"
 

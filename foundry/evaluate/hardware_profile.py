@@ -1,0 +1,104 @@
+"""Hardware metrics of a judged candidate's own kernels, measured outside its timed region
+(a GPU run profiles each candidate that enters an archive as an elite).
+
+Nsight Compute where it runs and reads the counters (foundry.hardware.ncu_profile, in the
+judge's isolation, with the device to itself: no lane times anything meanwhile);
+otherwise what the judge's own profiled trial saw (metrics["kernels"]) with the roofline
+position. Either way a one-line diagnosis, and the profile says which source it came
+from. `HardwareProfile.as_metrics()` is what goes into the result's metrics (and so into
+the evaluation log, the report and the next prompt for that parent)."""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from foundry.types import Candidate, EvalResult, Task
+
+
+class ProfileSource(str, enum.Enum):
+    NCU = "ncu"  # Nsight Compute counters of the candidate's own kernels
+    DEVICE_PROFILER = "torch-profiler"  # the judge's per-kernel times and the roofline position only
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    source: ProfileSource
+    diagnosis: str
+    note: str = ""  # why the source is what it is (e.g. ncu's own message)
+    counters: dict = field(default_factory=dict)  # foundry.hardware.NCU_METRICS names -> values (ncu only)
+    seconds: float = 0.0  # wall time the profile took
+
+    def as_metrics(self) -> dict:
+        """What a result's metrics gain: "hardware" (source, diagnosis, note, seconds) and
+        each counter as `ncu_<name>`."""
+        out: dict[str, Any] = {"hardware": {"source": self.source.value, "diagnosis": self.diagnosis,
+                                            "note": self.note, "profile_s": round(self.seconds, 3)}}
+        out.update({f"ncu_{k}": v for k, v in self.counters.items()})
+        return out
+
+
+class HardwareProfiler:
+    """Profiles correct GPU results, one at a time per device, each candidate once.
+    `exclusive`: a context manager factory giving the device to this profile alone (the
+    evaluator's DeviceGate.exclusive); `run_ncu`: foundry.hardware.ncu_profile (a stand-in
+    in tests)."""
+
+    def __init__(self, *, device: str, exclusive: Callable[[], Any] | None = None,
+                 run_ncu: Callable[..., Any] | None = None, timeout_s: float = 120.0):
+        self.device = device
+        self.exclusive = exclusive
+        self.timeout_s = float(timeout_s)
+        if run_ncu is None:
+            from foundry.hardware import ncu_profile
+            run_ncu = ncu_profile
+        self.run_ncu = run_ncu
+        self._lock = threading.Lock()
+        self._done: dict[str, HardwareProfile] = {}
+        self._ncu_broken = ""  # set once ncu cannot run here at all: later elites skip it
+
+    def profile(self, *, task: Task, candidate: Candidate, result: EvalResult) -> HardwareProfile | None:
+        """The candidate's profile (None off the GPU or for an incorrect result)."""
+        if self.device != "cuda" or not result.correct:
+            return None
+        with self._lock:
+            done = self._done.get(candidate.candidate_id)
+            if done is None:
+                done = self._done[candidate.candidate_id] = self._measure(task, candidate, result)
+            return done
+
+    def _measure(self, task: Task, candidate: Candidate, result: EvalResult) -> HardwareProfile:
+        from foundry.evaluate.cuda_device import kernel_names_in_source
+        from foundry.hardware import hardware_diagnosis
+        metrics = result.metrics or {}
+        roofline = metrics.get("roofline") if isinstance(metrics.get("roofline"), dict) else None
+        kernels = metrics.get("kernels") if isinstance(metrics.get("kernels"), dict) else None
+        started = time.monotonic()
+        note = self._ncu_broken
+        if not note:
+            with tempfile.TemporaryDirectory(prefix="foundry-profile-") as folder:
+                path = Path(folder) / "candidate.py"
+                path.write_text(candidate.source)
+                with self.exclusive() if self.exclusive is not None else contextlib.nullcontext():
+                    report = self.run_ncu(task_path=task.path, candidate_path=str(path),
+                                          params=dict(candidate.params or {}),
+                                          kernel_names=kernel_names_in_source(candidate.source, candidate.backend),
+                                          profile=task.size_profile, timeout_s=self.timeout_s, isolated=True)
+            if report.ok:
+                counters = {k: round(float(v), 4) for k, v in report.metrics.items()}
+                return HardwareProfile(source=ProfileSource.NCU, counters=counters, note=report.note,
+                                       diagnosis=hardware_diagnosis(ncu=counters, roofline=roofline, kernels=kernels),
+                                       seconds=time.monotonic() - started)
+            note = report.note
+            if "not found" in note or "cannot read the GPU counters" in note or "could not start" in note:
+                self._ncu_broken = note  # the machine's state, not this candidate's: not asked again
+        return HardwareProfile(source=ProfileSource.DEVICE_PROFILER, note=note,
+                               diagnosis=hardware_diagnosis(roofline=roofline, kernels=kernels),
+                               seconds=time.monotonic() - started)
+
