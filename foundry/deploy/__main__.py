@@ -38,12 +38,12 @@ def main(argv: list[str] | None = None) -> int:
         for task_id, modules, op in info.swapped:
             print(f"  {task_id:<28} {', '.join(modules) or '(model)'}  ->  {op}")
         for task_id, modules, speed in info.speeds:
-            print(f"  timed here: {task_id:<28} {', '.join(modules) or '(model)'}: kernel {speed.kernel_ms:.4g} ms, "
-                  f"region {speed.region_ms:.4g} ms -> {speed.speedup:.3f}x")
+            print(f"  timed here: {task_id:<28} {', '.join(modules) or '(model)'}: kernel {speed.swapped_ms:.4g} ms, "
+                  f"region {speed.original_ms:.4g} ms -> {speed.speedup:.3f}x")
         for task_id, why in info.passed_over:
             print(f"  kept original: {task_id}: {why}")
         if info.model_speed is not None:
-            print(f"  timed here: the whole model, kernels in {info.model_speed.deployed_ms:.4g} ms, original "
+            print(f"  timed here: the whole model, kernels in {info.model_speed.swapped_ms:.4g} ms, original "
                   f"{info.model_speed.original_ms:.4g} ms -> {info.model_speed.speedup:.3f}x")
         if info.original_kept:
             print(f"  the original model is returned unchanged: {info.original_kept}")

@@ -30,7 +30,7 @@ from foundry.deploy.kernel import load_kernel
 from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, register_region_op, same_results
 from foundry.deploy.rewrite import replace_region
 from foundry.deploy.runinfo import read_run
-from foundry.deploy.speed import ModelSpeed, RegionSpeed, time_model, time_region
+from foundry.deploy.speed import SideBySide, time_model, time_region
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
 from foundry.extract.observe import observe
@@ -52,8 +52,8 @@ class DeployInfo:
     swapped: tuple
     passed_over: tuple
     dispatches: tuple
-    speeds: tuple = ()  # (task id, module paths, RegionSpeed) per occurrence timed (check_speed)
-    model_speed: ModelSpeed | None = None  # the rewritten model timed beside the original (check_speed)
+    speeds: tuple = ()  # (task id, module paths, SideBySide) per occurrence timed (check_speed)
+    model_speed: SideBySide | None = None  # the rewritten model timed beside the original (check_speed)
     original_kept: str = ""  # why the original model came back instead of the rewritten one ("": it did not)
 
 
@@ -124,10 +124,10 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         if check_speed:
             speed = time_region(dispatch, list(args), device=str(inputs[0].device))
             speeds.append((entry.task_id, tuple(occ.modules), speed))
-            if speed.kernel_ms >= speed.region_ms:
+            if not speed.faster:
                 passed.append((entry.task_id, f"kernel {best.path} at {', '.join(occ.modules)}: not faster than "
-                                              f"the region's own code here ({speed.kernel_ms:.4g} ms vs "
-                                              f"{speed.region_ms:.4g} ms, timed side by side; the run judged "
+                                              f"the region's own code here ({speed.swapped_ms:.4g} ms vs "
+                                              f"{speed.original_ms:.4g} ms, timed side by side; the run judged "
                                               f"{best.speedup_eager:.3g}x)"))
                 continue
         op = register_region_op(dispatch)
@@ -149,9 +149,9 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     if check_speed:
         speed = time_model(gm, model, inputs, dispatches=dispatches, device=str(inputs[0].device))
         info = replace(info, model_speed=speed)
-        if speed.deployed_ms >= speed.original_ms:
+        if not speed.faster:
             return _original(model, info, f"the model with the kernels swapped in was not faster than the original "
-                                          f"({speed.deployed_ms:.4g} ms vs {speed.original_ms:.4g} ms, timed side by "
+                                          f"({speed.swapped_ms:.4g} ms vs {speed.original_ms:.4g} ms, timed side by "
                                           f"side)")
     gm.foundry_deploy = info
     return gm

@@ -250,7 +250,7 @@ def test_a_kernel_slower_than_its_region_here_is_passed_over(mlp_run, tmp_path):
     assert not info.swapped
     why = dict(info.passed_over)[task_id]
     assert "not faster than the region's own code here" in why and "the run judged 3x" in why
-    assert len(info.speeds) == 2 and all(s.kernel_ms > s.region_ms for _, _, s in info.speeds)
+    assert len(info.speeds) == 2 and all(s.swapped_ms > s.original_ms for _, _, s in info.speeds)
     assert gm is model and info.original_kept == "no kernel went in"  # nothing in: the user's own model back
 
 
@@ -259,17 +259,17 @@ def test_the_original_model_comes_back_when_the_rewritten_one_is_not_faster(mlp_
     (the captured graph's own ops, one launch per region): deploy times the two models
     side by side and keeps the faster."""
     import foundry.deploy.api as api
-    from foundry.deploy.speed import ModelSpeed
+    from foundry.deploy.speed import SideBySide
     model, inputs, _, run, task_id = mlp_run
-    monkeypatch.setattr(api, "time_region", lambda dispatch, args, device: api.RegionSpeed(1.0, 2.0))
-    monkeypatch.setattr(api, "time_model", lambda *a, **k: ModelSpeed(deployed_ms=2.5, original_ms=2.0))
+    monkeypatch.setattr(api, "time_region", lambda dispatch, args, device: SideBySide(1.0, 2.0))
+    monkeypatch.setattr(api, "time_model", lambda *a, **k: SideBySide(swapped_ms=2.5, original_ms=2.0))
     kept = deploy(model, run, example_inputs=inputs)
     info = kept.foundry_deploy
     assert kept is model and not info.swapped and not info.dispatches
     assert info.original_kept.startswith("the model with the kernels swapped in was not faster than the original")
     assert "2.5 ms vs 2 ms" in info.original_kept
     assert sum(t == task_id and "not faster than the original" in why for t, why in info.passed_over) == 2
-    monkeypatch.setattr(api, "time_model", lambda *a, **k: ModelSpeed(deployed_ms=1.5, original_ms=2.0))
+    monkeypatch.setattr(api, "time_model", lambda *a, **k: SideBySide(swapped_ms=1.5, original_ms=2.0))
     faster = deploy(model, run, example_inputs=inputs)
     assert faster is not model and len(faster.foundry_deploy.swapped) == 2
     assert faster.foundry_deploy.model_speed.speedup == pytest.approx(2.0 / 1.5)
