@@ -30,6 +30,21 @@ def make_worker(task, *, index=0, budget=None, in_flight=3, proposer=None, promp
                         prompts=prompts, backend="c", in_flight=in_flight)
 
 
+class SameProposal(CopyKernelProposer):
+    """Proposes the same kernel every time (after `delay_s`): every proposal after the
+    first is a repeat."""
+
+    def __init__(self, *, delay_s: float = 0.0, **kw):
+        super().__init__(**kw)
+        self.delay_s = delay_s
+
+    async def propose(self, request):
+        self.count = 0
+        if self.delay_s:
+            await asyncio.sleep(self.delay_s)
+        return await super().propose(dataclasses.replace(request, generation=0, seed=0, island_id=0))
+
+
 async def test_runs_until_the_budget_and_children_stay_on_their_island(relu_task):
     w = make_worker(relu_task, index=1, budget=12)
     reason = await w.run()
@@ -52,12 +67,7 @@ async def test_runs_until_the_budget_and_children_stay_on_their_island(relu_task
 
 
 async def test_duplicates_are_not_evaluated_and_retire_the_task(relu_task):
-    class Same(CopyKernelProposer):
-        async def propose(self, request):
-            self.count = 0
-            return await super().propose(dataclasses.replace(request, generation=0, seed=0, island_id=0))
-
-    w = make_worker(relu_task, proposer=Same(), in_flight=1)
+    w = make_worker(relu_task, proposer=SameProposal(), in_flight=1)
     w.max_duplicates = 5
     reason = await asyncio.wait_for(w.run(), 10)
     assert reason == "every task finished"
@@ -66,12 +76,7 @@ async def test_duplicates_are_not_evaluated_and_retire_the_task(relu_task):
 
 
 async def test_a_compiler_seed_reopens_a_task_retired_for_lack_of_new_proposals(relu_task):
-    class Same(CopyKernelProposer):
-        async def propose(self, request):
-            self.count = 0
-            return await super().propose(dataclasses.replace(request, generation=0, seed=0, island_id=0))
-
-    w = make_worker(relu_task, proposer=Same(), in_flight=1)
+    w = make_worker(relu_task, proposer=SameProposal(), in_flight=1)
     w.max_duplicates = 3
     assert await asyncio.wait_for(w.run(), 10) == "every task finished"
     assert len(w.drain()["records"]) == 1
@@ -89,13 +94,7 @@ async def test_a_compiler_seed_reopens_a_task_retired_for_lack_of_new_proposals(
 
 
 async def test_a_seed_that_comes_while_the_loop_runs_is_judged_in_that_run(relu_task):
-    class Same(CopyKernelProposer):
-        async def propose(self, request):
-            self.count = 0
-            await asyncio.sleep(0.01)
-            return await super().propose(dataclasses.replace(request, generation=0, seed=0, island_id=0))
-
-    w = make_worker(relu_task, proposer=Same(), in_flight=1)
+    w = make_worker(relu_task, proposer=SameProposal(delay_s=0.01), in_flight=1)
     w.max_duplicates = 3
     seed = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 779), backend="c",
                           strategy_id="compiler:inductor")
