@@ -45,8 +45,7 @@ class EvaluatorActor:
                                            tuning=tuning, device=device, ceilings=self.ceilings)
                          for _ in range(max(1, lanes))]
         # elites' hardware metrics, each with the device to itself (GPU runs only)
-        self.profiler = None if impl else HardwareProfiler(
-            device=device, exclusive=self.gate.exclusive if self.gate is not None else None)
+        self.profiler = None if impl else HardwareProfiler(device=device, gate=self.gate)
         self._free: queue.Queue = queue.Queue()
         for service in self.services:
             self._free.put(service)

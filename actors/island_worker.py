@@ -259,7 +259,11 @@ class IslandWorker:
             self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
             return None
         if self.profile is not None and result is not None and result.correct and host.would_enter(child, result):
-            hardware = await self.profile(task, child, result, evaluator)  # before it is logged or held
+            try:
+                hardware = await self.profile(task, child, result, evaluator)  # before it is logged or held
+            except Exception as e:  # noqa: BLE001 - a profile is an extra: the elite goes in without it
+                log.warning("island %d: no hardware profile for %s: %s", self.island_index, child.candidate_id, e)
+                hardware = None
             if hardware:
                 result = dataclasses.replace(result, metrics={**(result.metrics or {}), **hardware})
         result, _ = host.add(child, result)

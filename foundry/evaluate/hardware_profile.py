@@ -17,7 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from foundry.types import Candidate, EvalResult, Task
 
@@ -46,14 +46,14 @@ class HardwareProfile:
 
 class HardwareProfiler:
     """Profiles correct GPU results, one at a time per device, each candidate once.
-    `exclusive`: a context manager factory giving the device to this profile alone (the
-    evaluator's DeviceGate.exclusive); `run_ncu`: foundry.hardware.ncu_profile (a stand-in
-    in tests)."""
+    `gate`: the evaluator's DeviceGate: a profile reserves the device memory of one forward
+    of the task, then has the device to itself; `run_ncu`: foundry.hardware.ncu_profile (a
+    stand-in in tests)."""
 
-    def __init__(self, *, device: str, exclusive: Callable[[], Any] | None = None,
-                 run_ncu: Callable[..., Any] | None = None, timeout_s: float = 120.0):
+    def __init__(self, *, device: str, gate: Any = None, run_ncu: Callable[..., Any] | None = None,
+                 timeout_s: float = 120.0):
         self.device = device
-        self.exclusive = exclusive
+        self.gate = gate
         self.timeout_s = float(timeout_s)
         if run_ncu is None:
             from foundry.hardware import ncu_profile
@@ -85,7 +85,7 @@ class HardwareProfiler:
             with tempfile.TemporaryDirectory(prefix="foundry-profile-") as folder:
                 path = Path(folder) / "candidate.py"
                 path.write_text(candidate.source)
-                with self.exclusive() if self.exclusive is not None else contextlib.nullcontext():
+                with self._device_alone(task):
                     report = self.run_ncu(task_path=task.path, candidate_path=str(path),
                                           params=dict(candidate.params or {}),
                                           kernel_names=kernel_names_in_source(candidate.source, candidate.backend),
@@ -101,4 +101,16 @@ class HardwareProfiler:
         return HardwareProfile(source=ProfileSource.DEVICE_PROFILER, note=note,
                                diagnosis=hardware_diagnosis(roofline=roofline, kernels=kernels),
                                seconds=time.monotonic() - started)
+
+    @contextlib.contextmanager
+    def _device_alone(self, task: Task) -> Iterator[None]:
+        """Memory for one forward of the task (as a screen reserves it), then the device
+        to this profile alone; nothing without a gate."""
+        if self.gate is None:
+            yield
+            return
+        from foundry.evaluate.task_size import meta_size
+        size = meta_size(task)
+        with self.gate.memory(size.screen_bytes() if size is not None else 0), self.gate.exclusive():
+            yield
 

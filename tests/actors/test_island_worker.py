@@ -215,3 +215,15 @@ async def test_elites_get_their_hardware_profile_before_they_are_logged(relu_tas
     assert all(e.result.metrics.get("ncu_dram_throughput_pct") == 50.0 for e in elites)
     assert {e.candidate.candidate_id for e in elites} <= profiled
     assert all(r.correct for c, r, _ in records if c.candidate_id in profiled)
+
+
+async def test_a_failed_profile_costs_the_elite_nothing(relu_task):
+    async def profile(task, candidate, result, evaluator):
+        raise RuntimeError("the dispatcher went away")
+
+    w = make_worker(relu_task, budget=3, in_flight=1)
+    w.profile = profile
+    await w.run()
+    records = w.drain()["records"]
+    assert len(records) == 3 and all("hardware" not in (r.metrics or {}) for _, r, _ in records)
+    assert w.hosts[relu_task.task_id].island.archive.elites()

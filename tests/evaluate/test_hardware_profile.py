@@ -40,7 +40,7 @@ def test_an_elite_gets_ncu_counters_and_a_diagnosis_with_the_device_to_itself():
     ncu = StandInNcu(NcuReport(True, {"dram_throughput_pct": 38.24, "sm_throughput_pct": 12.0, "kernel_count": 2,
                                       "registers_per_thread": 32.0}, ("relu_kernel",), "2 kernel launches profiled"),
                      gate)
-    profiler = HardwareProfiler(device="cuda", exclusive=gate.exclusive, run_ncu=ncu)
+    profiler = HardwareProfiler(device="cuda", gate=gate, run_ncu=ncu)
     cand, res = _judged()
     profile = profiler.profile(task=_task(), candidate=cand, result=res)
     assert profile.source is ProfileSource.NCU and profile.counters["dram_throughput_pct"] == 38.24
@@ -52,7 +52,7 @@ def test_an_elite_gets_ncu_counters_and_a_diagnosis_with_the_device_to_itself():
     metrics = profile.as_metrics()
     assert metrics["hardware"]["source"] == "ncu" and metrics["ncu_dram_throughput_pct"] == 38.24
     assert profiler.profile(task=_task(), candidate=cand, result=res) is profile and len(ncu.calls) == 1
-    assert not gate.holds_exclusive()
+    assert not gate.holds_exclusive() and gate.snapshot()["reserved_bytes"] == 0
 
 
 def test_without_counters_the_profile_says_so_and_ncu_is_not_asked_again():
