@@ -76,9 +76,11 @@ def task_rows(run_dir: Path, task_ids: list[str]) -> dict[str, dict]:
 
 def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_autotune: bool) -> None:
     """Eager and torch.compile times for every task, through the judge (its disk cache
-    first); with `max_autotune`, also torch.compile(mode="max-autotune")."""
+    first), at the sizes the run used (`tasks.profile=auto`: published on a GPU, small on
+    a CPU); with `max_autotune`, also torch.compile(mode="max-autotune")."""
     from foundry.evaluate import EvalConfig, Evaluator
     from foundry.tasks.loader import load_task
+    profile = "full" if device == "cuda" else "small"
     configs = [("compile_ms", EvalConfig(device=device))]
     if max_autotune:
         configs.append(("max_autotune_ms", EvalConfig(device=device, compile_mode="max-autotune")))
@@ -89,7 +91,8 @@ def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_a
                     continue
                 t0 = time.monotonic()
                 try:
-                    eager, compiled = judge.baselines(task=load_task(tasks_dir / f"{task_id}.py", profile="full"))
+                    task = load_task(tasks_dir / f"{task_id}.py", profile=profile)
+                    eager, compiled = judge.baselines(task=task)
                 except Exception as e:  # noqa: BLE001 - one task's failure is reported, the rest go on
                     row[f"{field}_error"] = f"{type(e).__name__}: {e}"[:300]
                     continue
