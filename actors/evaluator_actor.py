@@ -108,5 +108,6 @@ class EvaluatorActor:
 
 def evaluator_options(*, gpu: bool, cpus: float, max_restarts: int, slots: int) -> dict:
     return {"num_gpus": 1 if gpu else 0, "num_cpus": cpus, "max_restarts": max_restarts,
-            # + 2: `info` and one `compiler_seed` (the driver asks one at a time) while every lane is busy
+            # + 3: `info`, one `compiler_seed` (the driver asks one at a time) and a `profile_elite`
+            # while every lane is busy
             "max_task_retries": 0, "max_concurrency": max(1, slots) + 3}

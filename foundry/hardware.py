@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -273,7 +274,6 @@ def ncu_profile(*, task_path: str, candidate_path: str, params: Mapping | None =
            "--metrics", ",".join(NCU_METRICS.values()),
            sys.executable, "-m", "foundry.hardware", "ncu-target", task_path, candidate_path,
            json.dumps(dict(params or {})), profile]
-    import tempfile
     with tempfile.TemporaryDirectory(prefix="foundry-ncu-") as scratch:
         # with `isolated`: the same isolation as the judge's workers (read-only filesystems
         # but this scratch folder, no network, no capabilities) for ncu and what it runs
