@@ -10,7 +10,9 @@ source inside strings is checked too.
 from __future__ import annotations
 
 import ast
+import io
 import re
+import tokenize
 from dataclasses import dataclass, field
 
 from foundry.evaluate.backends import BackendSpec
@@ -129,6 +131,23 @@ class StaticReport:
     flags: tuple = ()
     reasons: dict = field(default_factory=dict)  # flag -> first evidence
     syntax_error: str | None = None
+
+
+def without_comments(source: str) -> str:
+    """`source` with every Python comment blanked out (same lines and columns). The
+    patterns are searched in this: a comment never runs (the judge compiles the source
+    text itself, so no coding cookie can turn a comment into code), and a kernel file's
+    comments may well name what they must not call ("# faster than torch.compile")."""
+    try:
+        comments = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    except (tokenize.TokenError, SyntaxError):
+        return source
+    lines = source.splitlines(keepends=True)
+    for t in comments:
+        (row, start), (_, end) = t.start, t.end
+        line = lines[row - 1]
+        lines[row - 1] = line[:start] + " " * (end - start) + line[end:]
+    return "".join(lines)
 
 
 def _find(patterns, text: str) -> str | None:
@@ -284,13 +303,14 @@ def check_source(source: str, *, backend: BackendSpec, allow_torch_ops: bool = F
         for flag, pats in extra.items():
             patterns.setdefault(flag, []).extend(pats)
     precision = list(patterns.pop("precision_drop", [])) + list(PRECISION)
+    code = without_comments(source)
     for flag, pats in patterns.items():
-        hit = _find(pats, source)
+        hit = _find(pats, code)
         if hit:
             reasons[flag] = f"{hit} ({WHY[flag]})" if flag in WHY else hit
     if not allow_precision_drop:
-        hit = _find(precision, source)
-        if hit and not _find(precision, task_source):
+        hit = _find(precision, code)
+        if hit and not _find(precision, without_comments(task_source)):
             reasons["precision_drop"] = hit
     v = _Visitor()
     v.visit(tree)
@@ -299,12 +319,12 @@ def check_source(source: str, *, backend: BackendSpec, allow_torch_ops: bool = F
     if v.fallback:
         reasons["torch_fallback"] = v.fallback[0]
     if not allow_torch_ops:
-        missing = [p for p in backend.kernel_patterns if not re.search(p, source, re.M)]
+        missing = [p for p in backend.kernel_patterns if not re.search(p, code, re.M)]
         if missing:
             reasons["no_kernel"] = f"no {backend.name} kernel found (missing pattern {missing[0]!r})"
         if v.compute:
             reasons["torch_compute"] = v.compute[0]
-        hit = _find(FOREIGN_COMPUTE, source)
+        hit = _find(FOREIGN_COMPUTE, code)
         if hit:
             reasons["foreign_compute"] = hit
     return StaticReport(flags=tuple(sorted(reasons)), reasons=reasons)
