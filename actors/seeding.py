@@ -113,7 +113,7 @@ class SeedRequests:
                 say(f"compiler seed for {task_id} (judged on island {island}): {note}")
             else:
                 log.info("compiler seed for %s: %s", task_id, note)
-        rerun = []
+        rerun: set[int] = set()  # one new loop per island, however many seeds it took
         for ref, island in handed.items():
             try:
                 outcome = ray.get(ref, timeout=HAND_TIMEOUT_S)
@@ -121,5 +121,5 @@ class SeedRequests:
                 log.warning("island %d did not take its compiler seed: %s", island, e)
                 continue
             if outcome == SeedOutcome.QUEUED_LOOP_ENDED:
-                rerun.append(island)
-        return rerun
+                rerun.add(island)
+        return sorted(rerun)
