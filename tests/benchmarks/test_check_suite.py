@@ -4,11 +4,9 @@ stopping the run, a subset by id, and the flagged tasks written with their reaso
 from __future__ import annotations
 
 import csv
-import importlib.util
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from support.benchmark_script import load_benchmark
 
 TASK = '''import torch
 import torch.nn as nn
@@ -29,11 +27,7 @@ def get_init_inputs():
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location("check_suite", ROOT / "benchmarks" / "check_suite.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_suite"] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("check_suite")
 
 
 def _folder(tmp_path: Path) -> Path:

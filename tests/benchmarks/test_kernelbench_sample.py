@@ -3,23 +3,16 @@ files and hand-made task rows)."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "kernelbench_sample.py"
+from support.benchmark_script import load_benchmark
 
 
 @pytest.fixture(scope="module")
 def bench():
-    sys.path.insert(0, str(SCRIPT.parent))
-    spec = importlib.util.spec_from_file_location("kernelbench_sample", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("kernelbench_sample")
 
 
 def test_the_sample_is_every_nth_present_problem_by_number(bench, tmp_path):
