@@ -112,7 +112,9 @@ class Supervisor:
                     "templates": raw.get("templates") or {}, "backend": self.backend,
                     "in_flight": s.run.in_flight_per_island, "max_duplicates": s.run.max_duplicates,
                     "checkpoint_every_s": s.run.checkpoint_every_s, "seed": s.seed,
-                    "proposer_impl": s.run.proposer_impl, "profile_elites": s.run.profile_elites}
+                    "proposer_impl": s.run.proposer_impl,
+                    # profiles are of GPU kernels: a CPU run's islands do not ask for any
+                    "profile_elites": s.run.profile_elites and bool(self.gpus)}
         settings["proposer_actor"] = None
         if not s.run.proposer_impl and not _llm_enabled(raw.get("llm") or {}):
             self.proposer_actor = ProposerActor.options(scheduling_strategy=here).remote(
