@@ -120,16 +120,13 @@ class ScriptedKernelWriter:
 
 def summarize(run_dir: Path, *, wall_s: float) -> dict:
     from foundry.store import read_evaluations
+    from foundry.store.rundir import RunDir
+    from foundry.store.unfinished import read_unfinished
     records = read_evaluations(run_dir)
     correct_by_id = {r.candidate.candidate_id: r.result.correct for r in records}
     children_of_failures = [r for r in records if r.candidate.parent_ids
                             and correct_by_id.get(r.candidate.parent_ids[0]) is False]
-    calls = collections.Counter()
-    path = run_dir / "llm_calls.jsonl"
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                calls[json.loads(line).get("outcome", "?")] += 1
+    calls = collections.Counter(c.get("outcome", "?") for c in RunDir(run_dir).read_llm_calls())
     ids = [r.eval_id for r in records]
     return {"evaluations": len(records), "correct": sum(r.result.correct for r in records),
             "per_min_whole_run": round(60 * len(records) / wall_s, 2) if wall_s else None,
@@ -137,8 +134,7 @@ def summarize(run_dir: Path, *, wall_s: float) -> dict:
             "repairs_correct": sum(r.result.correct for r in children_of_failures),
             "llm_strategies": collections.Counter(r.candidate.strategy_id or r.candidate.origin for r in records),
             "llm_call_outcomes": dict(calls), "each_evaluation_once": len(ids) == len(set(ids)),
-            "unfinished": sum(1 for _ in (run_dir / "unfinished.jsonl").open()) if (run_dir / "unfinished.jsonl").exists()
-            else 0}
+            "unfinished": len(read_unfinished(run_dir))}
 
 
 def excerpts(server: ScriptedOpenAIServer, keep: Path) -> dict:
