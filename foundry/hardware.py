@@ -200,6 +200,7 @@ class NcuReport:
     metrics: dict  # name -> duration-weighted mean over the candidate's kernels
     kernels: tuple  # profiled kernel names that counted
     note: str
+    unavailable: bool = False  # the machine's state (no ncu, no counters, no isolation), not the candidate's
 
 
 def ncu_binary() -> str | None:
@@ -268,7 +269,7 @@ def ncu_profile(*, task_path: str, candidate_path: str, params: Mapping | None =
     without it."""
     ncu = ncu_binary()
     if ncu is None:
-        return NcuReport(False, {}, (), "Nsight Compute (ncu) not found: timing only")
+        return NcuReport(False, {}, (), "Nsight Compute (ncu) not found: timing only", unavailable=True)
     cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--csv",
            "--page", "raw", "--launch-count", "200",
            "--metrics", ",".join(NCU_METRICS.values()),
@@ -286,12 +287,12 @@ def ncu_profile(*, task_path: str, candidate_path: str, params: Mapping | None =
         except subprocess.TimeoutExpired:
             return NcuReport(False, {}, (), f"ncu timed out after {timeout_s:.0f} s: timing only")
         except subprocess.SubprocessError as e:  # the isolation could not be entered
-            return NcuReport(False, {}, (), f"ncu could not start isolated ({e}): timing only")
+            return NcuReport(False, {}, (), f"ncu could not start isolated ({e}): timing only", unavailable=True)
     out = proc.stdout + "\n" + proc.stderr
     if "ERR_NVGPUCTRPERM" in out or "LibraryNotLoaded" in out or "Failed to initialize" in out:
         why = re.search(r"==ERROR==[^\n]*", out)
         return NcuReport(False, {}, (), "ncu cannot read the GPU counters here "
-                         f"({why.group(0) if why else 'profiler failed'}): timing only")
+                         f"({why.group(0) if why else 'profiler failed'}): timing only", unavailable=True)
     report = parse_ncu_csv(proc.stdout, kernel_names=kernel_names)
     if not report.ok and proc.returncode != 0:
         tail = out.strip().splitlines()[-3:]

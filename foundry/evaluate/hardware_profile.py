@@ -96,7 +96,7 @@ class HardwareProfiler:
                                        diagnosis=hardware_diagnosis(ncu=counters, roofline=roofline, kernels=kernels),
                                        seconds=time.monotonic() - started)
             note = report.note
-            if "not found" in note or "cannot read the GPU counters" in note or "could not start" in note:
+            if report.unavailable:
                 self._ncu_broken = note  # the machine's state, not this candidate's: not asked again
         return HardwareProfile(source=ProfileSource.DEVICE_PROFILER, note=note,
                                diagnosis=hardware_diagnosis(roofline=roofline, kernels=kernels),

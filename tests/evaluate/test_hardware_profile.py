@@ -56,7 +56,8 @@ def test_an_elite_gets_ncu_counters_and_a_diagnosis_with_the_device_to_itself():
 
 
 def test_without_counters_the_profile_says_so_and_ncu_is_not_asked_again():
-    ncu = StandInNcu(NcuReport(False, {}, (), "ncu cannot read the GPU counters here (ERR_NVGPUCTRPERM): timing only"))
+    ncu = StandInNcu(NcuReport(False, {}, (), "ncu cannot read the GPU counters here (ERR_NVGPUCTRPERM): timing only",
+                               unavailable=True))
     profiler = HardwareProfiler(device="cuda", run_ncu=ncu)
     first = profiler.profile(task=_task(), candidate=_judged()[0], result=_judged()[1])
     assert first.source is ProfileSource.DEVICE_PROFILER and "ERR_NVGPUCTRPERM" in first.note
