@@ -44,6 +44,9 @@ def _check(value: Any, f: dataclasses.Field, where: str) -> Any:
         lo = f.metadata.get("min")
         if lo is not None and value < lo:
             raise ConfigError(f"{key}: must be >= {lo}, got {value!r}")
+        hi = f.metadata.get("max")
+        if hi is not None and value > hi:
+            raise ConfigError(f"{key}: must be <= {hi}, got {value!r}")
         return value
     if kind == "bool":
         if not isinstance(value, bool):
@@ -146,3 +149,4 @@ class RunOptions(_FromConfig):
     compiler_seeds: bool = _field("bool", True)  # each task's torch.compile kernels judged first (foundry.seeds)
     seed_timeout_s: float = _field("float", 300.0, min=1)  # longest a task's seed may take to make
     profile_elites: bool = _field("bool", True)  # GPU runs: hardware metrics of each new elite's kernels
+    ncu_share: float = _field("float", 0.05, min=0, max=1)  # most of an evaluator's time Nsight Compute may hold

@@ -32,7 +32,7 @@ from foundry.types import Candidate, EvalResult, Task
 class EvaluatorActor:
     def __init__(self, *, name: str, eval_config: Mapping[str, Any], impl: str | None = None,
                  tuning: Mapping[str, Any] | None = None, lanes: int = 1, backend: str | None = None,
-                 seed_timeout_s: float = 300.0):
+                 seed_timeout_s: float = 300.0, ncu_share: float = 0.05):
         self.name = name
         device = str(eval_config.get("device", "cpu"))
         self.gate = make_device_gate(device, lanes=lanes)
@@ -45,7 +45,7 @@ class EvaluatorActor:
                                            tuning=tuning, device=device, ceilings=self.ceilings)
                          for _ in range(max(1, lanes))]
         # elites' hardware metrics, each with the device to itself (GPU runs only)
-        self.profiler = None if impl else HardwareProfiler(device=device, gate=self.gate)
+        self.profiler = None if impl else HardwareProfiler(device=device, gate=self.gate, ncu_share=ncu_share)
         self._free: queue.Queue = queue.Queue()
         for service in self.services:
             self._free.put(service)

@@ -95,7 +95,8 @@ class Supervisor:
             eval_config["device"] = "cuda" if self.gpus else "cpu"
         self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
             name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning,
-            lanes=lanes, backend=self.backend, seed_timeout_s=s.run.seed_timeout_s)
+            lanes=lanes, backend=self.backend, seed_timeout_s=s.run.seed_timeout_s,
+            ncu_share=s.run.ncu_share)
             for k in range(n_eval)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)

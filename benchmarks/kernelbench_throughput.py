@@ -13,7 +13,9 @@ tasks=kernelbench tasks.path=<that folder>` (its settings: two islands, tuning w
 (baselines, degeneracy, compiles: cached on disk), the later ones show the steady state.
 Per run: evaluations recorded, the rate over the whole run and in the steady state (the
 middle 80% of evaluations by their log timestamps), a tuned candidate counted once; the
-driver's wall time against its budget; the judge's phases summed over the run's results.
+driver's wall time against its budget; the judge's phases summed over the run's results;
+how many of the elites the islands hold at the end carry hardware metrics (GPU runs
+profile each elite: `run.profile_elites`, `run.ncu_share`).
 `--checkout DIR` runs another checkout's `python -m foundry` (e.g. an older commit) on
 the same problems, for a before/after comparison in one invocation.
 """
@@ -53,6 +55,28 @@ def link_problems(src: Path, problems: list[str], dest: Path) -> list[str]:
         (dest / f"level{level}" / matches[0].name).symlink_to(matches[0].resolve())
         ids.append(f"level{level}/{matches[0].stem}")
     return ids
+
+
+def elite_profiles(run_dir: Path) -> dict:
+    """How many of the run's elites (the candidates its islands' last checkpoints hold,
+    each counted once) carry hardware metrics, by where they came from."""
+    from foundry.store.rundir import RunDir
+    from foundry.types import EvalResult
+    from islands.checkpoint import read_checkpoint
+    hardware: dict[str, dict] = {}
+    for path in sorted(RunDir(run_dir).checkpoints.glob("island-*/*.ckpt")):
+        for elite in read_checkpoint(path=path)["archive"]["elites"]:
+            metrics = EvalResult.from_row(elite["result"]).metrics or {}
+            hardware[elite["candidate"]["candidate_id"]] = metrics.get("hardware") or {}
+    sources: dict[str, int] = {}
+    for h in hardware.values():
+        if h:
+            sources[h.get("source", "?")] = sources.get(h.get("source", "?"), 0) + 1
+    profiled = sum(sources.values())
+    seconds = [float(h.get("profile_s", 0.0)) for h in hardware.values() if h]
+    return {"elites": len(hardware), "with_hardware": profiled, "by_source": sources,
+            "fraction": round(profiled / len(hardware), 3) if hardware else None,
+            "profile_s_total": round(sum(seconds), 2)}
 
 
 def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
@@ -111,6 +135,7 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
             "tuning_parts_s": {k: round(v, 2) for k, v in sorted(tuning.items())},
             "device_gate_s": {k: round(v, 2) for k, v in gate.items()},
             "lanes": utilization,
+            "elite_profiles": elite_profiles(run_dir),
             "tasks": per_task}
 
 

@@ -270,8 +270,15 @@ def ncu_profile(*, task_path: str, candidate_path: str, params: Mapping | None =
     ncu = ncu_binary()
     if ncu is None:
         return NcuReport(False, {}, (), "Nsight Compute (ncu) not found: timing only", unavailable=True)
+    kernel_names = tuple(kernel_names)
+    names = sorted({n for n in kernel_names if re.fullmatch(r"\w+", n)})
+    # only the candidate's own kernels where their names are known (not the input fills and
+    # copies around them; matched as parse_ncu_csv matches them), a few launches each, so
+    # the replays stay short
+    only = ["--kernel-name", "regex:" + "|".join(names), "--launch-count", str(min(64, 2 * len(names)))] \
+        if names else ["--launch-count", "200"]
     cmd = [ncu, "--clock-control", "none", "--target-processes", "all", "--csv",
-           "--page", "raw", "--launch-count", "200",
+           "--page", "raw", *only,
            "--metrics", ",".join(NCU_METRICS.values()),
            sys.executable, "-m", "foundry.hardware", "ncu-target", task_path, candidate_path,
            json.dumps(dict(params or {})), profile]

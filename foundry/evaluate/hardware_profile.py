@@ -5,7 +5,10 @@ Nsight Compute where it runs and reads the counters (foundry.hardware.ncu_profil
 judge's isolation, with the device to itself: no lane times anything meanwhile);
 otherwise what the judge's own profiled trial saw (metrics["kernels"]) with the roofline
 position. Either way a one-line diagnosis, and the profile says which source it came
-from. `HardwareProfile.as_metrics()` is what goes into the result's metrics (and so into
+from. Nsight Compute holds the device alone for seconds per candidate (a process start,
+a build, kernel replays), so it gets at most `ncu_share` of the evaluator's time since its
+first profile: an elite that arrives while that share is spent gets the judge's profile,
+and its note says so. `HardwareProfile.as_metrics()` is what goes into the result's metrics (and so into
 the evaluation log, the report and the next prompt for that parent)."""
 
 from __future__ import annotations
@@ -48,13 +51,21 @@ class HardwareProfiler:
     """Profiles correct GPU results, one at a time per device, each candidate once.
     `gate`: the evaluator's DeviceGate: a profile reserves the device memory of one forward
     of the task, then has the device to itself; `run_ncu`: foundry.hardware.ncu_profile (a
-    stand-in in tests)."""
+    stand-in in tests); `ncu_share`: the most of the time since the first profile that
+    Nsight Compute may hold the device (0: never run it); `clock`: seconds (tests)."""
 
     def __init__(self, *, device: str, gate: Any = None, run_ncu: Callable[..., Any] | None = None,
-                 timeout_s: float = 120.0):
+                 timeout_s: float = 120.0, ncu_share: float = 0.05,
+                 clock: Callable[[], float] = time.monotonic):
+        if not 0.0 <= float(ncu_share) <= 1.0:
+            raise ValueError(f"ncu_share must be between 0 and 1, got {ncu_share!r}")
         self.device = device
         self.gate = gate
         self.timeout_s = float(timeout_s)
+        self.ncu_share = float(ncu_share)
+        self.clock = clock
+        self._first_at: float | None = None  # when the first profile was asked for
+        self._ncu_s = 0.0  # seconds Nsight Compute has held the device so far
         if run_ncu is None:
             from foundry.hardware import ncu_profile
             run_ncu = ncu_profile
@@ -79,28 +90,45 @@ class HardwareProfiler:
         metrics = result.metrics or {}
         roofline = metrics.get("roofline") if isinstance(metrics.get("roofline"), dict) else None
         kernels = metrics.get("kernels") if isinstance(metrics.get("kernels"), dict) else None
-        started = time.monotonic()
-        note = self._ncu_broken
+        started = self.clock()
+        if self._first_at is None:
+            self._first_at = started
+        note = self._ncu_broken or self._share_spent(started)
         if not note:
             with tempfile.TemporaryDirectory(prefix="foundry-profile-") as folder:
                 path = Path(folder) / "candidate.py"
                 path.write_text(candidate.source)
                 with self._device_alone(task):
-                    report = self.run_ncu(task_path=task.path, candidate_path=str(path),
-                                          params=dict(candidate.params or {}),
-                                          kernel_names=kernel_names_in_source(candidate.source, candidate.backend),
-                                          profile=task.size_profile, timeout_s=self.timeout_s, isolated=True)
+                    held_from = self.clock()
+                    try:
+                        report = self.run_ncu(task_path=task.path, candidate_path=str(path),
+                                              params=dict(candidate.params or {}),
+                                              kernel_names=kernel_names_in_source(candidate.source,
+                                                                                  candidate.backend),
+                                              profile=task.size_profile, timeout_s=self.timeout_s, isolated=True)
+                    finally:
+                        self._ncu_s += self.clock() - held_from
             if report.ok:
                 counters = {k: round(float(v), 4) for k, v in report.metrics.items()}
                 return HardwareProfile(source=ProfileSource.NCU, counters=counters, note=report.note,
                                        diagnosis=hardware_diagnosis(ncu=counters, roofline=roofline, kernels=kernels),
-                                       seconds=time.monotonic() - started)
+                                       seconds=self.clock() - started)
             note = report.note
             if report.unavailable:
                 self._ncu_broken = note  # the machine's state, not this candidate's: not asked again
         return HardwareProfile(source=ProfileSource.DEVICE_PROFILER, note=note,
                                diagnosis=hardware_diagnosis(roofline=roofline, kernels=kernels),
-                               seconds=time.monotonic() - started)
+                               seconds=self.clock() - started)
+
+    def _share_spent(self, now: float) -> str:
+        """Why Nsight Compute may not run now ("" when it may)."""
+        if self.ncu_share <= 0.0:
+            return "Nsight Compute is off for this run (ncu_share 0): the judge's profile"
+        since = now - (self._first_at if self._first_at is not None else now)
+        if self._ncu_s > self.ncu_share * since:
+            return (f"Nsight Compute has had its share of the device ({self._ncu_s:.0f} s of {since:.0f} s, at most "
+                    f"{self.ncu_share:.0%}): the judge's profile for this elite")
+        return ""
 
     @contextlib.contextmanager
     def _device_alone(self, task: Task) -> Iterator[None]:

@@ -58,6 +58,7 @@ class Capture:
     overrides: tuple  # the size overrides on top of the task's profile, as sorted items
     threads: int
     torch_version: str
+    gemm_templates: bool = False  # matmuls and convolutions as Inductor's Triton templates (max-autotune)
     # Triton kernels (CUDA): the config Inductor's autotuner picked for each, by kernel name:
     # {"kwargs": {"XBLOCK": ...}, "num_warps": n, "num_stages": n}
     configs: dict = field(default_factory=dict)
@@ -172,6 +173,20 @@ def picked_configs(code: str) -> dict:
     return configs
 
 
+def gemm_template_options() -> dict:
+    """Inductor settings under which its matmuls and convolutions are its own Triton
+    templates, the fastest of each autotuned at compile time, instead of library calls:
+    max-autotune for GEMMs with Triton as the only backend (no K-split subgraphs, which
+    would compile as graphs of their own)."""
+    from torch._inductor import config as inductor_config
+
+    options = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON",
+               "max_autotune_conv_backends": "TRITON"}
+    if hasattr(inductor_config.triton, "num_decompose_k_splits"):
+        options["triton.num_decompose_k_splits"] = 0
+    return options
+
+
 @contextlib.contextmanager
 def _threads(n: int):
     before = torch.get_num_threads()
@@ -182,10 +197,12 @@ def _threads(n: int):
         torch.set_num_threads(before)
 
 
-def capture(task: Task, *, device: str = "cpu", overrides: dict | None = None, threads: int = 1) -> Capture:
+def capture(task: Task, *, device: str = "cpu", overrides: dict | None = None, threads: int = 1,
+            gemm_templates: bool = False) -> Capture:
     """Compile the task's Model with Inductor at the task's sizes (and `overrides`) on
-    `device` with `threads` CPU threads; raises CaptureError when the result cannot be
-    a seed (graph breaks, dynamic shapes, outputs made outside the graph)."""
+    `device` with `threads` CPU threads (`gemm_templates`: matmuls and convolutions as
+    Triton templates, see gemm_template_options); raises CaptureError when the result
+    cannot be a seed (graph breaks, dynamic shapes, outputs made outside the graph)."""
     from torch._inductor import config as inductor_config
     from torch._inductor.utils import run_and_get_code
 
@@ -198,7 +215,8 @@ def capture(task: Task, *, device: str = "cpu", overrides: dict | None = None, t
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x
               for x in make_inputs(module, InputSpec(INIT_SEED))]
     calls: list = []
-    with _threads(threads), torch.no_grad(), inductor_config.patch(fx_graph_cache=False):
+    options = {"fx_graph_cache": False, **(gemm_template_options() if gemm_templates else {})}
+    with _threads(threads), torch.no_grad(), inductor_config.patch(options):
         result, codes = run_and_get_code(torch.compile(model, backend=_recording_backend(calls)), *inputs)
     torch._dynamo.reset()
     if len(codes) != 1 or len(calls) != 1:
@@ -209,4 +227,4 @@ def capture(task: Task, *, device: str = "cpu", overrides: dict | None = None, t
     return Capture(task_id=task.task_id, device=device, code=codes[0], args=_graph_args(args, model, inputs),
                    outputs=outputs, output_kind=kind, input_key=input_key(inputs), init_args=repr(init),
                    overrides=tuple(sorted((overrides or {}).items())), threads=threads,
-                   torch_version=torch.__version__, configs=picked_configs(codes[0]) if device == "cuda" else {})
+                   torch_version=torch.__version__, gemm_templates=gemm_templates, configs=picked_configs(codes[0]) if device == "cuda" else {})

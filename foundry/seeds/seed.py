@@ -41,11 +41,12 @@ def size_sets(task: Task) -> list[dict]:
     return sets
 
 
-def _capture_all(task: Task, device: str, threads: int) -> list[Capture]:
+def _capture_all(task: Task, device: str, threads: int, gemm_templates: bool = False) -> list[Capture]:
     captures = []
     for overrides in size_sets(task):
         try:
-            captures.append(capture(task, device=device, overrides=overrides, threads=threads))
+            captures.append(capture(task, device=device, overrides=overrides, threads=threads,
+                                    gemm_templates=gemm_templates))
         except SeedError:
             raise
         except Exception as e:  # noqa: BLE001 - torch.compile itself failed on this task
@@ -90,7 +91,9 @@ def _cpu_seed(task: Task, captures: list[Capture], codes: list[OutputCode]) -> S
 
 def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
     """The compiler seed of `task` on `device` ("cpu"; "cuda" makes a Triton seed), with
-    Inductor's kernels generated for `threads` CPU threads (the judge's thread count)."""
+    Inductor's kernels generated for `threads` CPU threads (the judge's thread count).
+    On CUDA, where Inductor's default mode leaves the whole task to library calls (a
+    plain matmul or convolution), the seed is its max-autotune Triton templates instead."""
     if device not in ("cpu", "cuda"):
         raise ValueError(f"unknown device {device!r} for a compiler seed (choose cpu or cuda)")
     if device == "cuda":
@@ -104,7 +107,15 @@ def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
         codes = [parse_output_code(c.code) for c in captures]
         if device == "cpu":
             return _cpu_seed(task, captures, codes)
-        from foundry.seeds.triton_seed import triton_seed
-        return triton_seed(task, captures, codes)
+        from foundry.seeds.triton_seed import OnlyLibraryCalls, triton_seed
+        try:
+            return triton_seed(task, captures, codes)
+        except OnlyLibraryCalls as e:
+            default_mode = str(e)
+        try:
+            captures = _capture_all(task, device, threads, gemm_templates=True)
+            return triton_seed(task, captures, [parse_output_code(c.code) for c in captures])
+        except SeedError as e:
+            return no_seed(task.task_id, device, f"{default_mode}; with Triton GEMM templates: {e}")
     except SeedError as e:
         return no_seed(task.task_id, device, str(e))

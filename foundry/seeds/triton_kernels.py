@@ -153,19 +153,22 @@ def launch_source(kernel: TritonKernel, call: ast.Call, config: dict) -> str:
         raise TritonSeedError(f"kernel {kernel.name!r} is launched with {extra}; this Inductor version's "
                               "launch format is not handled (expected only stream=)")
     runtime = [p for p in kernel.params if p not in kernel.constexprs]
-    if len(call.args) != len(runtime):
-        raise TritonSeedError(f"kernel {kernel.name!r} takes {len(runtime)} runtime arguments, the wrapper "
+    # a template's launcher takes its grid after the kernel's arguments (FixedGrid)
+    grid_args = [str(n) for n in kernel.inductor_meta.get("extra_launcher_args") or ()]
+    if len(call.args) != len(runtime) + len(grid_args):
+        raise TritonSeedError(f"kernel {kernel.name!r} takes {len(runtime)} runtime arguments"
+                              f"{f' and {len(grid_args)} grid values' if grid_args else ''}, the wrapper "
                               f"passes {len(call.args)}")
     sizes = {}
-    for p, a in zip(runtime, call.args):
-        if p.endswith("numel"):
+    for p, a in zip(runtime + grid_args, call.args):
+        if p.endswith("numel") or p in grid_args:
             if not isinstance(a, ast.Constant) or not isinstance(a.value, int):
                 raise TritonSeedError(f"kernel {kernel.name!r}: {p} is {ast.unparse(a)}, not a constant "
                                       "(dynamic shapes)")
             sizes[p] = a.value
     kwargs = dict(config.get("kwargs") or {})
     grid = grid_for(kernel, sizes, kwargs)
-    args = [ast.unparse(a) for a in call.args]
+    args = [ast.unparse(a) for a in call.args[:len(runtime)]]
     args += [f"{k}={v!r}" for k, v in kwargs.items() if k in kernel.params]
     args += [f"{k}={int(config[k])}" for k in LAUNCH_OPTIONS if config.get(k) is not None]
     return f"{kernel.name}[{grid!r}]({', '.join(args)})"

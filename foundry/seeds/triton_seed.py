@@ -25,6 +25,10 @@ HEADER_IMPORTS = ("import torch", "import torch.nn as nn", "import torch.nn.func
                   "import triton.language as tl")
 
 
+class OnlyLibraryCalls(TritonSeedError):
+    """Inductor left the whole task to library calls (extern GEMM/convolution)."""
+
+
 def _launch(kernels: dict, configs: dict, names: dict):
     def launch(call: ast.Call, kernel) -> str:
         tk: TritonKernel = kernels[kernel.name]
@@ -92,11 +96,12 @@ def triton_seed(task: Task, captures: list[Capture], codes: list[OutputCode], *,
                          output_kind=cap.output_kind, input_names=params, graph_args=cap.args)
         runs.append(RunMethod(init_key=cap.init_args, input_key=cap.input_key, body=tuple(body)))
     if not parsed:
-        raise TritonSeedError("Inductor generated no kernel of its own for this task (only library calls)")
+        raise OnlyLibraryCalls("Inductor generated no kernel of its own for this task (only library calls)")
     imports, block = _kernel_block(parsed)
     cap = captures[0]
     # the candidate's docstring: it names the compiler without the call's spelling (see seed.py)
-    where = origin or f"captured from torch's compiler (Inductor, default mode, torch {cap.torch_version})"
+    mode = "max-autotune Triton GEMM templates" if cap.gemm_templates else "default mode"
+    where = origin or f"captured from torch's compiler (Inductor, {mode}, torch {cap.torch_version})"
     note = (f"Compiler seed (triton backend): Inductor's Triton kernels and wrapper for {task.task_id}, {where} "
             f"at {len(captures)} size set(s); {len(parsed)} @triton.jit kernel(s), each launched with the one "
             "config Inductor's autotuner picked; library GEMM/convolution left to torch as Inductor left them. "

@@ -76,3 +76,83 @@ def test_nothing_is_profiled_off_the_gpu_or_for_an_incorrect_result():
     assert HardwareProfiler(device="cuda", run_ncu=ncu).profile(task=_task(), candidate=wrong[0],
                                                                  result=wrong[1]) is None
     assert ncu.calls == []
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class SlowNcu(StandInNcu):
+    """Nsight Compute taking `seconds` of the device per profile."""
+
+    def __init__(self, report: NcuReport, clock: Clock, seconds: float):
+        super().__init__(report)
+        self.clock, self.seconds = clock, seconds
+
+    def __call__(self, **kw):
+        self.clock.now += self.seconds
+        return super().__call__(**kw)
+
+
+def _elite(k: int) -> tuple[Candidate, EvalResult]:
+    cand = Candidate.make(task_id="t", source=SOURCE + f"# variant {k}\n", backend="triton")
+    return cand, EvalResult(candidate_id=cand.candidate_id, task_id="t", stage=int(Stage.CORRECT), correct=True,
+                            metrics={"roofline": ROOFLINE})
+
+
+def test_ncu_gets_at_most_its_share_of_the_time_and_the_other_elites_say_why():
+    clock = Clock()
+    ncu = SlowNcu(NcuReport(True, {"dram_throughput_pct": 50.0}, ("relu_kernel",), "1 kernel launch profiled"),
+                  clock, seconds=10.0)
+    profiler = HardwareProfiler(device="cuda", run_ncu=ncu, ncu_share=0.1, clock=clock)
+    sources = []
+    for k in range(40):  # an elite every 5 s for 200 s
+        profile = profiler.profile(task=_task(), candidate=_elite(k)[0], result=_elite(k)[1])
+        sources.append(profile.source)
+        if profile.source is ProfileSource.DEVICE_PROFILER:
+            assert "its share of the device" in profile.note and profile.diagnosis
+        clock.now += 5.0
+    assert sources[0] is ProfileSource.NCU and ProfileSource.DEVICE_PROFILER in sources
+    assert len(ncu.calls) * 10.0 <= 0.1 * clock.now + 10.0  # one profile past the share at most
+
+
+def test_a_share_of_zero_never_runs_ncu_and_a_bad_share_is_refused():
+    ncu = StandInNcu(NcuReport(True, {"dram_throughput_pct": 1.0}, ("k",), "1 kernel launch profiled"))
+    profile = HardwareProfiler(device="cuda", run_ncu=ncu, ncu_share=0.0).profile(
+        task=_task(), candidate=_judged()[0], result=_judged()[1])
+    assert profile.source is ProfileSource.DEVICE_PROFILER and "off" in profile.note and ncu.calls == []
+    try:
+        HardwareProfiler(device="cuda", run_ncu=ncu, ncu_share=1.5)
+    except ValueError as e:
+        assert "ncu_share" in str(e)
+    else:
+        raise AssertionError("a share above 1 was taken")
+
+
+def test_ncu_is_asked_for_the_candidate_kernels_only(tmp_path, monkeypatch):
+    """A stand-in `ncu` on PATH records its command line and answers with one CSV row."""
+    import json
+    import os
+    import stat
+
+    from foundry.hardware import NCU_METRICS, ncu_profile
+    header = ",".join(f'"{h}"' for h in ["ID", "Kernel Name", *NCU_METRICS.values()])
+    units = ",".join('""' for _ in range(len(NCU_METRICS) + 2))
+    row = ",".join(f'"{v}"' for v in ["0", "relu_kernel", "12", "40", "60", "30", "32", "0", "0", "1000"])
+    args_file = tmp_path / "args.json"
+    script = tmp_path / "bin" / "ncu"
+    script.parent.mkdir()
+    script.write_text("#!/usr/bin/env python3\nimport json, sys\n"
+                      f"json.dump(sys.argv[1:], open({str(args_file)!r}, 'w'))\n"
+                      f"print({header!r}); print({units!r}); print({row!r})\n")
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{script.parent}{os.pathsep}{os.environ['PATH']}")
+    report = ncu_profile(task_path="t.py", candidate_path="c.py", kernel_names=iter(["relu_kernel", "_bias_add"]))
+    args = json.loads(args_file.read_text())
+    assert args[args.index("--kernel-name") + 1] == "regex:_bias_add|relu_kernel"
+    assert args[args.index("--launch-count") + 1] == "4"
+    assert report.ok and report.kernels == ("relu_kernel",) and report.metrics["dram_throughput_pct"] == 40.0

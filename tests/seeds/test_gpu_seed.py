@@ -10,7 +10,9 @@ from tests.seeds.conftest import ROOT
 pytestmark = [pytest.mark.gpu, pytest.mark.slow]
 
 TASKS = [ROOT / "benchmarks" / "suite" / "level1" / "33_RMSNorm.py",
-         ROOT / "benchmarks" / "suite" / "level2" / "23_Conv2d_ReLU_BiasAdd.py"]
+         ROOT / "benchmarks" / "suite" / "level2" / "23_Conv2d_ReLU_BiasAdd.py",
+         # a plain matmul: Inductor's default mode leaves it to the library; its Triton template
+         ROOT / "benchmarks" / "suite" / "level1" / "01_Square_matmul.py"]
 
 
 @pytest.mark.parametrize("path", TASKS, ids=[p.stem for p in TASKS])
@@ -24,6 +26,8 @@ def test_triton_seed_is_correct_on_cuda(path):
     seed = inductor_seed(task, device="cuda")
     assert seed.ok and seed.backend == "triton", seed.note
     assert "triton_heuristics" not in seed.source and ".run(" not in seed.source
+    if "matmul" in path.stem:
+        assert "GEMM templates" in seed.note and seed.kernels >= 1
     cfg = EvalConfig.from_config({"device": "cuda", "trials": 3, "timeout_s": 60, "compile_baseline": True})
     with Evaluator(config=cfg) as ev:
         r = ev.evaluate(task=task, candidate=Candidate.make(task_id=task.task_id, source=seed.source,

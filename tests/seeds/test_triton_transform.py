@@ -152,3 +152,45 @@ def test_cli_makes_a_triton_seed_from_saved_output_code(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
         main([str(task), "--device", "cuda", "--output-code", str(DATA / "h200_masked_cumsum.py.txt")])
     assert e.value.code == 2
+
+
+TEMPLATE_KERNEL = '''
+import triton
+import triton.language as tl
+
+from torch._inductor.runtime import triton_helpers, triton_heuristics
+from torch._inductor.runtime.hints import DeviceProperties
+
+@triton_heuristics.template(
+    num_stages=3,
+    num_warps=4,
+    triton_meta={'signature': {'arg_A': '*fp32', 'arg_B': '*fp32', 'out_ptr0': '*fp32'},
+                 'device': DeviceProperties(type='cuda', index=0), 'constants': {}},
+    inductor_meta={'kernel_name': 'triton_tem_fused_mm_0', 'grid_type': 'FixedGrid',
+                   'fixed_grid': ['_grid_0', '_grid_1', '_grid_2'],
+                   'extra_launcher_args': ['_grid_0', '_grid_1', '_grid_2']},
+)
+@triton.jit
+def triton_tem_fused_mm_0(arg_A, arg_B, out_ptr0):
+    BLOCK_M : tl.constexpr = 64
+    BLOCK_N : tl.constexpr = 64
+    pid = tl.program_id(0)
+    tl.store(out_ptr0 + pid, tl.load(arg_A + pid) * tl.load(arg_B + pid))
+'''
+
+
+def test_a_gemm_template_is_launched_on_the_grid_its_wrapper_passes():
+    """Max-autotune's Triton templates (FixedGrid): the wrapper passes the grid after the
+    kernel's arguments; the launch puts it in the brackets and keeps the template's
+    warps and stages, its block sizes staying constants of the body."""
+    from foundry.seeds.triton_kernels import TritonSeedError, launch_source, parse_triton_kernel
+
+    kernel = parse_triton_kernel("triton_tem_fused_mm_0", TEMPLATE_KERNEL)
+    assert kernel.heuristic == "template" and kernel.grid_type == "FixedGrid" and kernel.constexprs == ()
+    assert "triton_heuristics" not in kernel.source and "BLOCK_M: tl.constexpr = 64" in kernel.source
+    call = ast.parse("k.run(arg0_1, arg1_1, buf0, 64, 2, 1, stream=stream0)").body[0].value
+    text = launch_source(kernel, call, {"kwargs": {}, "num_warps": 4, "num_stages": 3})
+    assert text == "triton_tem_fused_mm_0[(64, 2, 1)](arg0_1, arg1_1, buf0, num_warps=4, num_stages=3)"
+    short = ast.parse("k.run(arg0_1, arg1_1, buf0, stream=stream0)").body[0].value
+    with pytest.raises(TritonSeedError, match="3 grid values"):
+        launch_source(kernel, short, {"kwargs": {}, "num_warps": 4, "num_stages": 3})
