@@ -64,7 +64,7 @@ def elite_profiles(run_dir: Path) -> dict:
     from foundry.types import EvalResult
     from islands.checkpoint import read_checkpoint
     hardware: dict[str, dict] = {}
-    for path in sorted(RunDir(run_dir).checkpoints.glob("island-*/*.ckpt")):
+    for path in sorted(RunDir(run_dir).checkpoints.glob("island-*/**/*.ckpt")):
         for elite in read_checkpoint(path=path)["archive"]["elites"]:
             metrics = EvalResult.from_row(elite["result"]).metrics or {}
             hardware[elite["candidate"]["candidate_id"]] = metrics.get("hardware") or {}

@@ -29,7 +29,7 @@ def test_elites_are_counted_once_with_the_source_of_their_profile(tmp_path):
             island.add(candidate=cand, result=EvalResult(candidate_id=cand.candidate_id, task_id=TASK, stage=5,
                                                          correct=True, speedup_eager=1.0 + k, metrics=metrics))
         held += [(e.candidate.candidate_id, e.result.metrics) for e in island.archive.elites()]
-        island.save(str(RunDir(tmp_path).island_checkpoint_dir(island_id) / "level1_19_ReLU.ckpt"))
+        island.save(str(RunDir(tmp_path).island_checkpoint_dir(island_id) / "level1" / "19_ReLU.ckpt"))  # as workers save
     unique = dict(held)
     counted = bench.elite_profiles(tmp_path)
     assert counted["elites"] == len(unique) >= 2
