@@ -248,6 +248,7 @@ class IslandWorker:
             child = as_logged(submitted=child, evaluated=evaluated)
             if host.has_seen(child.candidate_id):
                 return None
+            result = await self._profiled(task, child, result, evaluator, host)  # the judge's cached profile
             result, _ = host.add(child, result)
             return result
         if refusal:
@@ -258,17 +259,23 @@ class IslandWorker:
         if host.has_seen(child.candidate_id):  # arrived meanwhile (a migrant, a twin, a tuned twin)
             self.duplicates[task_id] = self.duplicates.get(task_id, 0) + 1
             return None
-        if self.profile is not None and result is not None and result.correct and host.would_enter(child, result):
-            try:
-                hardware = await self.profile(task, child, result, evaluator)  # before it is logged or held
-            except Exception as e:  # noqa: BLE001 - a profile is an extra: the elite goes in without it
-                log.warning("island %d: no hardware profile for %s: %s", self.island_index, child.candidate_id, e)
-                hardware = None
-            if hardware:
-                result = dataclasses.replace(result, metrics={**(result.metrics or {}), **hardware})
+        result = await self._profiled(task, child, result, evaluator, host)  # before it is logged or held
         result, _ = host.add(child, result)
         self.outbox.append((child, result, evaluator))
         return result
+
+    async def _profiled(self, task: Task, child: Candidate, result: EvalResult, evaluator: str,
+                        host: IslandHost) -> EvalResult:
+        """`result` with the hardware profile of `child` where it is about to enter the
+        archive as an elite (and profiles are asked for); as it was otherwise."""
+        if self.profile is None or result is None or not result.correct or not host.would_enter(child, result):
+            return result
+        try:
+            hardware = await self.profile(task, child, result, evaluator)
+        except Exception as e:  # noqa: BLE001 - a profile is an extra: the elite goes in without it
+            log.warning("island %d: no hardware profile for %s: %s", self.island_index, child.candidate_id, e)
+            return result
+        return dataclasses.replace(result, metrics={**(result.metrics or {}), **hardware}) if hardware else result
 
     # -- migration ---------------------------------------------------------
     def emigrants(self) -> dict[str, list]:

@@ -217,6 +217,23 @@ async def test_elites_get_their_hardware_profile_before_they_are_logged(relu_tas
     assert all(r.correct for c, r, _ in records if c.candidate_id in profiled)
 
 
+async def test_a_twin_entering_the_archive_carries_the_profile_too(relu_task):
+    from actors.dispatch import TWIN
+    w = make_worker(relu_task, in_flight=1)
+    ev = FixedCostEvaluator()
+
+    async def submit(t, cand):  # judged for another island, which logs it (and had it profiled)
+        return cand, ev.evaluate(task=t, candidate=cand), "ev-0", TWIN + ": judged once, for another island"
+
+    async def profile(task, candidate, result, evaluator):
+        return {"hardware": {"source": "torch-profiler", "diagnosis": "memory-bound at 50% of the floor"}}
+    w.submit, w.profile = submit, profile
+    await w.step(relu_task.task_id)
+    elites = w.hosts[relu_task.task_id].island.archive.elites()
+    assert elites and all(e.result.metrics.get("hardware") for e in elites)
+    assert w.drain()["records"] == []
+
+
 async def test_a_failed_profile_costs_the_elite_nothing(relu_task):
     async def profile(task, candidate, result, evaluator):
         raise RuntimeError("the dispatcher went away")
