@@ -8,8 +8,8 @@ position. Either way a one-line diagnosis, and the profile says which source it 
 from. Nsight Compute holds the device alone for seconds per candidate (a process start,
 a build, kernel replays), so it gets at most `ncu_share` of the evaluator's time since its
 first profile: an elite that arrives while that share is spent gets the judge's profile,
-and its note says so. `HardwareProfile.as_metrics()` is what goes into the result's metrics (and so into
-the evaluation log, the report and the next prompt for that parent)."""
+and its note says so. `HardwareProfile.as_metrics()` is what goes into the result's
+metrics (and so into the evaluation log, the report and the next prompt for that parent)."""
 
 from __future__ import annotations
 

@@ -227,4 +227,5 @@ def capture(task: Task, *, device: str = "cpu", overrides: dict | None = None, t
     return Capture(task_id=task.task_id, device=device, code=codes[0], args=_graph_args(args, model, inputs),
                    outputs=outputs, output_kind=kind, input_key=input_key(inputs), init_args=repr(init),
                    overrides=tuple(sorted((overrides or {}).items())), threads=threads,
-                   torch_version=torch.__version__, gemm_templates=gemm_templates, configs=picked_configs(codes[0]) if device == "cuda" else {})
+                   torch_version=torch.__version__, gemm_templates=gemm_templates,
+                   configs=picked_configs(codes[0]) if device == "cuda" else {})
