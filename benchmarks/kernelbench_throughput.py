@@ -23,6 +23,7 @@ the same problems, for a before/after comparison in one invocation.
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import os
 import subprocess
@@ -68,13 +69,10 @@ def elite_profiles(run_dir: Path) -> dict:
         for elite in read_checkpoint(path=path)["archive"]["elites"]:
             metrics = EvalResult.from_row(elite["result"]).metrics or {}
             hardware[elite["candidate"]["candidate_id"]] = metrics.get("hardware") or {}
-    sources: dict[str, int] = {}
-    for h in hardware.values():
-        if h:
-            sources[h.get("source", "?")] = sources.get(h.get("source", "?"), 0) + 1
+    sources = collections.Counter(h.get("source", "?") for h in hardware.values() if h)
     profiled = sum(sources.values())
     seconds = [float(h.get("profile_s", 0.0)) for h in hardware.values() if h]
-    return {"elites": len(hardware), "with_hardware": profiled, "by_source": sources,
+    return {"elites": len(hardware), "with_hardware": profiled, "by_source": dict(sources),
             "fraction": round(profiled / len(hardware), 3) if hardware else None,
             "profile_s_total": round(sum(seconds), 2)}
 

@@ -121,10 +121,10 @@ class HardwareProfiler:
                                seconds=self.clock() - started)
 
     def _share_spent(self, now: float) -> str:
-        """Why Nsight Compute may not run now ("" when it may)."""
+        """Why Nsight Compute may not run now ("" when it may); after the first profile began."""
         if self.ncu_share <= 0.0:
             return "Nsight Compute is off for this run (ncu_share 0): the judge's profile"
-        since = now - (self._first_at if self._first_at is not None else now)
+        since = now - self._first_at
         if self._ncu_s > self.ncu_share * since:
             return (f"Nsight Compute has had its share of the device ({self._ncu_s:.0f} s of {since:.0f} s, at most "
                     f"{self.ncu_share:.0%}): the judge's profile for this elite")
