@@ -4,7 +4,7 @@ against `torch.fx.symbolic_trace`, for a host-bound and two device-bound models;
 kernels of eager and of the export graph by device time, so a difference can be placed on
 the host or on the device.
 
-    python benchmarks/graph_overhead.py [--device cuda|cpu] [--small]
+    python benchmarks/graph_overhead.py [--device cuda|cpu] [--small] [--profile] [--cprofile]
 
 `--small`: the MLP at width 16, batch 2 x 4 (a host-bound call on any machine), the
 convolution stack left out.
@@ -96,14 +96,29 @@ def top_kernels(fn, inputs, device: str, rows: int = 10) -> str:
                                      row_limit=rows)
 
 
+def host_functions(fn, inputs, calls: int = 500, rows: int = 10) -> str:
+    """Where the host's time goes in `calls` calls of `fn` (cProfile, by own time)."""
+    import cProfile
+    import io
+    import pstats
+    profiler = cProfile.Profile()
+    with torch.no_grad():
+        profiler.enable()
+        for _ in range(calls):
+            fn(*inputs)
+        profiler.disable()
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(rows)
+    return f"({calls} calls)\n" + text.getvalue()
+
+
 def models(device: str, small: bool) -> list:
     if small:
         return [("MLP, width 16, 12 blocks, 2 x 4, fp32", MLP(16), (torch.randn(2, 4, 16, device=device),))]
-    out = [("MLP, width 768, 12 blocks, 8 x 256, fp32", MLP(), (torch.randn(8, 256, 768, device=device),)),
-           ("the same in bf16", MLP().to(torch.bfloat16),
-            (torch.randn(8, 256, 768, device=device, dtype=torch.bfloat16),)),
-           ("conv-BN-ReLU stack, batch 32, 224 x 224", ConvStack(), (torch.randn(32, 3, 224, 224, device=device),))]
-    return out
+    return [("MLP, width 768, 12 blocks, 8 x 256, fp32", MLP(), (torch.randn(8, 256, 768, device=device),)),
+            ("the same in bf16", MLP().to(torch.bfloat16),
+             (torch.randn(8, 256, 768, device=device, dtype=torch.bfloat16),)),
+            ("conv-BN-ReLU stack, batch 32, 224 x 224", ConvStack(), (torch.randn(32, 3, 224, 224, device=device),))]
 
 
 def main() -> int:
@@ -111,6 +126,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu", choices=("cuda", "cpu"))
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--profile", action="store_true", help="also print the top kernels of eager and the export graph")
+    ap.add_argument("--cprofile", action="store_true", help="also print where the export graph's host time goes")
     a = ap.parse_args()
     for name, model, inputs in models(a.device, a.small):
         model = model.to(a.device).eval()
@@ -125,6 +141,8 @@ def main() -> int:
         if a.profile:
             print("eager:\n" + top_kernels(model, inputs, a.device), flush=True)
             print("export graph:\n" + top_kernels(exported, inputs, a.device), flush=True)
+        if a.cprofile:
+            print("export graph, host functions " + host_functions(exported, inputs), flush=True)
     return 0
 
 
