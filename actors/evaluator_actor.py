@@ -35,9 +35,11 @@ class EvaluatorActor:
                  seed_timeout_s: float = 300.0, ncu_share: float = 0.05):
         self.name = name
         device = str(eval_config.get("device", "cpu"))
+        self.device, self.impl = device, impl
+        self.threads = int(eval_config.get("threads", 1))
         self.gate = make_device_gate(device, lanes=lanes)
         self.seeds = None if impl else SeedService(device=device, backend=backend, timeout_s=seed_timeout_s,
-                                                   threads=int(eval_config.get("threads", 1)), gate=self.gate)
+                                                   threads=self.threads, gate=self.gate)
         # before any lane runs: measuring the device's ceilings must not overlap a timed section
         self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
         self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate,
@@ -77,6 +79,17 @@ class EvaluatorActor:
             return None
         profile = self.profiler.profile(task=task, candidate=candidate, result=result)
         return profile.as_metrics() if profile is not None else None
+
+    def device_facts(self) -> dict:
+        """What a kernel writer should know about this evaluator's device (the prompts'
+        hardware section): the GPU's properties and measured ceilings, or the CPU and the
+        threads a candidate gets; empty for a stand-in evaluator."""
+        from foundry import hardware
+        if self.impl:
+            return {}
+        if self.device == "cuda":
+            return hardware.prompt_facts(hardware.describe())
+        return hardware.cpu_prompt_facts(threads=self.threads)
 
     def baselines(self, task: Task) -> Any:
         service = self._free.get()

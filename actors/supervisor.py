@@ -32,6 +32,7 @@ from foundry.store.unfinished import Unfinished, still_unfinished, write_unfinis
 log = logging.getLogger("foundry.run")
 FINISH_S = 5.0  # after the wait for work in flight: final drain, unfinished, checkpoints, kills
 DRAIN_S = 10.0  # longest a poll waits for the islands' drains
+DEVICE_FACTS_S = 120.0  # longest the start waits for an evaluator to describe its device (LLM runs)
 
 
 def _llm_enabled(llm: dict) -> bool:
@@ -116,6 +117,8 @@ class Supervisor:
                     "proposer_impl": s.run.proposer_impl,
                     # profiles are of GPU kernels: a CPU run's islands do not ask for any
                     "profile_elites": s.run.profile_elites and bool(self.gpus)}
+        if _llm_enabled(raw.get("llm") or {}):  # the prompts' hardware section
+            settings["hardware"] = self._device_facts()
         settings["proposer_actor"] = None
         if not s.run.proposer_impl and not _llm_enabled(raw.get("llm") or {}):
             self.proposer_actor = ProposerActor.options(scheduling_strategy=here).remote(
@@ -140,6 +143,15 @@ class Supervisor:
             self.seeds.start(tasks=list(self.tasks.values()), evaluators=list(self.evaluators.values()),
                              islands=self.islands)
         self._write_evaluator_infos()  # the islands propose meanwhile; their work queues
+
+    def _device_facts(self) -> dict:
+        """The first evaluator's device as the prompts describe it, waiting for its start
+        (at most DEVICE_FACTS_S, never past the budget); {} when it does not answer."""
+        first = next(iter(self.evaluators.values()), None)
+        facts = _get(first.device_facts.remote(), timeout=self._left(DEVICE_FACTS_S)) if first is not None else None
+        if not facts:
+            log.warning("the prompts go without a hardware section: the first evaluator did not describe its device")
+        return dict(facts or {})
 
     def _write_evaluator_infos(self, *, timeout: float | None = None) -> None:
         """evaluators.json: what each evaluator says about itself (written at the start and

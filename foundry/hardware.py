@@ -3,7 +3,8 @@
 - `describe()`: name, compute capability, SM count, L2, shared memory per block (default
   and opt-in), registers, memory, plus the *measured* copy bandwidth and fp32 matmul
   rate (TF32 off), cached per machine in a JSON file (measuring takes a second or two).
-- `prompt_text(info)`: the few lines a kernel writer needs.
+- `prompt_facts(info)` / `prompt_text(info)`: the few lines a kernel writer needs
+  (`cpu_prompt_facts` on a CPU run).
 - `roofline(task, info)` and `RooflineLike.fraction(runtime_ms)`: the task's floor on this
   device (foundry.tasks.roofline) and a candidate's fraction of it.
 - `ncu_profile(...)`: Nsight Compute metrics of a candidate's own kernels (SM and DRAM
@@ -176,22 +177,41 @@ def roofline(task, info: HardwareInfo, *, overrides: Mapping[str, Any] | None = 
     return roofline_for_task(task, ceilings=ceilings(info), overrides=overrides)
 
 
-def prompt_text(info: HardwareInfo) -> str:
-    """What a kernel writer should know about the device, in a few lines."""
-    lines = [
-        f"GPU: {info.name}, compute capability {info.capability} (sm_{info.capability.replace('.', '')}), "
-        f"{info.sm_count} SMs, warp size {info.warp_size}",
-        f"L2 cache {info.l2_bytes / 2**20:.0f} MiB; shared memory {info.shared_mem_per_block // 1024} KiB per "
-        f"block by default, up to {info.shared_mem_per_block_optin // 1024} KiB opt-in, "
-        f"{info.shared_mem_per_sm // 1024} KiB per SM",
-        f"registers: {info.registers_per_block} per block, {info.registers_per_sm} per SM; "
-        f"up to {info.max_threads_per_sm} threads per SM; {info.total_memory_bytes / 2**30:.0f} GiB memory",
-    ]
+def prompt_facts(info: HardwareInfo) -> dict[str, str]:
+    """What a kernel writer should know about the GPU, as labelled lines (a prompt's
+    hardware section)."""
+    facts = {
+        "device": f"{info.name}, compute capability {info.capability} (sm_{info.capability.replace('.', '')}), "
+                  f"{info.sm_count} SMs, warp size {info.warp_size}",
+        "memory": f"L2 cache {info.l2_bytes / 2**20:.0f} MiB; shared memory {info.shared_mem_per_block // 1024} KiB "
+                  f"per block by default, up to {info.shared_mem_per_block_optin // 1024} KiB opt-in, "
+                  f"{info.shared_mem_per_sm // 1024} KiB per SM; {info.total_memory_bytes / 2**30:.0f} GiB device memory",
+        "registers and threads": f"{info.registers_per_block} registers per block, {info.registers_per_sm} per SM; "
+                                 f"up to {info.max_threads_per_sm} threads per SM",
+    }
     if info.copy_bytes_per_s and info.fp32_matmul_flops_per_s:
-        lines.append(f"measured: copy bandwidth {info.copy_bytes_per_s / 1e12:.2f} TB/s (read + write), "
-                     f"fp32 matmul {info.fp32_matmul_flops_per_s / 1e12:.1f} TFLOP/s (TF32 off)")
-    lines.append(f"software: torch {info.torch_version}, CUDA {info.cuda_version}, driver {info.driver_version}")
-    return "\n".join(lines)
+        facts["measured"] = (f"copy bandwidth {info.copy_bytes_per_s / 1e12:.2f} TB/s (read + write), "
+                             f"fp32 matmul {info.fp32_matmul_flops_per_s / 1e12:.1f} TFLOP/s (TF32 off)")
+    facts["software"] = f"torch {info.torch_version}, CUDA {info.cuda_version}, driver {info.driver_version}"
+    return facts
+
+
+def cpu_prompt_facts(*, threads: int) -> dict[str, str]:
+    """The same for a CPU run: the processor and the threads the judge gives a candidate."""
+    import torch
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"device": f"CPU {model}, {threads} thread(s) per candidate ({os.cpu_count()} on the machine)",
+            "software": f"torch {torch.__version__}"}
+
+
+def prompt_text(info: HardwareInfo) -> str:
+    """`prompt_facts` as plain lines."""
+    return "\n".join(f"{k}: {v}" for k, v in prompt_facts(info).items())
 
 
 @dataclass(frozen=True)

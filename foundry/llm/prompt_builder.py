@@ -84,11 +84,28 @@ def _descriptor_levels(cell: tuple) -> str:
 
 
 def _tuning_lines(tuning: Any) -> str:
-    if isinstance(tuning, Mapping):
-        return _lines(tuning)
-    if isinstance(tuning, (list, tuple)):
-        return _clip("\n".join(f"- {_value(t)}" for t in tuning), MAX_BLOCK_CHARS)
-    return f"- {_value(tuning)}"
+    """The parent's tuning records (metrics["tuning"]), one setting per line: the correct
+    ones fastest first with their time, then the failed ones with where they failed."""
+    if not isinstance(tuning, (list, tuple)):
+        return f"- {_value(tuning)}"
+    timed, failed, other = [], [], []
+    for rec in tuning:
+        if not isinstance(rec, Mapping) or not isinstance(rec.get("params"), Mapping):
+            other.append(f"- {_value(rec)}")
+            continue
+        ms = rec.get("runtime_ms", rec.get("ms"))
+        setting = json.dumps(dict(rec["params"]), sort_keys=True)
+        if rec.get("correct", True) and isinstance(ms, (int, float)):
+            timed.append((float(ms), f"- {setting}: {float(ms):.4g} ms"))
+        else:
+            try:
+                where = Stage(int(rec.get("stage", -1))).label
+            except ValueError:
+                where = "?"
+            error = " ".join(str(rec.get("error") or "").split())[:160]
+            failed.append(f"- {setting}: failed ({where}){': ' + error if error else ''}")
+    lines = [line for _, line in sorted(timed)] + failed + other
+    return _clip("\n".join(lines), MAX_BLOCK_CHARS)
 
 
 def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
@@ -101,8 +118,8 @@ def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
     profile, counters, tuning = {}, {}, None
     for k, v in metrics.items():
         key = str(k)
-        if "tuning" in key.lower() or key.lower() == "tuner":
-            tuning = v if tuning is None else {"previous": tuning, key: v}
+        if key == "tuning":  # the records; tuning_status and tuning_parts_s are bookkeeping
+            tuning = v
         elif key == "roofline" and isinstance(v, Mapping):
             if v.get("diagnosis"):
                 profile["diagnosis"] = v["diagnosis"]

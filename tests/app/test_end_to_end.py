@@ -73,6 +73,10 @@ def test_smoke_run_writes_the_run_directory(llm_server, tmp_path):
     calls = [json.loads(line) for line in (run_dir / "llm_calls.jsonl").read_text().splitlines()]
     assert len(calls) >= 6 and sum(c["cost_usd"] for c in calls) > 0
     assert "test-key-not-secret" not in (run_dir / "llm_calls.jsonl").read_text()
+    # every kernel prompt describes the evaluator's device
+    prompts = [r.prompt_text for r in llm_server.chat_requests() if "## Reference module" in r.prompt_text]
+    assert prompts and all("## Hardware" in p and "- device: CPU " in p and "thread(s) per candidate" in p
+                           for p in prompts)
     report = (run_dir / "report.md").read_text()
     assert "| relu |" in report and (run_dir / "plots" / "best_speedup.png").exists()
     correct = [r for r in records if r.result.correct]

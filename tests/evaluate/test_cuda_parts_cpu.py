@@ -122,6 +122,11 @@ def test_prompt_text_names_the_ceilings():
     text = hardware.prompt_text(info)
     assert "132 SMs" in text and "60 MiB" in text and "227 KiB opt-in" in text
     assert "4.10 TB/s" in text and "50.5 TFLOP/s" in text
+    facts = hardware.prompt_facts(info)  # the prompts' hardware section, one line each
+    assert list(facts) == ["device", "memory", "registers and threads", "measured", "software"]
+    assert facts["device"].startswith("NVIDIA H200, compute capability 9.0 (sm_90), 132 SMs")
+    cpu = hardware.cpu_prompt_facts(threads=2)
+    assert cpu["device"].startswith("CPU ") and "2 thread(s) per candidate" in cpu["device"]
     c = hardware.ceilings(info)
     assert c.bandwidth_bytes_per_s == 4.1e12 and c.flops_per_s == 50.5e12
 

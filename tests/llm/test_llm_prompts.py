@@ -37,8 +37,11 @@ def _request(task, mode, backend="c", **kw):
                               "diagnosis": "memory-bound at 39% of the floor; DRAM 38% of peak, SM 12%; "
                                            "2 kernels where one would do"},
                  "ncu_dram_throughput_pct": 38.0, "ncu_registers_per_thread": 32.0,
-                 "tuning": [{"params": {"BLOCK": 128}, "ms": 0.040},
-                            {"params": {"BLOCK": 256}, "ms": 0.031}]})
+                 "tuning": [{"params": {"BLOCK": 128}, "correct": True, "runtime_ms": 0.040, "stage": 5},
+                            {"params": {"BLOCK": 512}, "correct": False, "runtime_ms": None, "stage": 4,
+                             "error": "output differs\n  at [3, 7]"},
+                            {"params": {"BLOCK": 256}, "correct": True, "runtime_ms": 0.031, "stage": 5}],
+                 "tuning_status": "screened", "tuning_parts_s": {"screen_s": 1.5, "finalists": 1}})
     insp = Candidate.make(task_id=task.task_id, source=PARENT_SOURCE + "\n# inspiration\n",
                           backend=backend)
     insp_res = EvalResult(candidate_id=insp.candidate_id, task_id=task.task_id, stage=5,
@@ -98,7 +101,9 @@ def test_optimize_prompt_carries_parent_results_profile_and_tuning(relu_task):
     assert "ncu_registers_per_thread: 32" in text and "profile_s" not in text
     # the judge's bookkeeping stays out of the prompt
     assert "phases" not in text and "worker_wall_s" not in text and "lane" not in text.lower().replace("plane", "")
-    assert '{"ms": 0.04, "params": {"BLOCK": 128}}' in text
+    # tuning: one setting a line, the fastest first, then the failed; no bookkeeping
+    assert '- {"BLOCK": 256}: 0.031 ms\n- {"BLOCK": 128}: 0.04 ms\n- {"BLOCK": 512}: failed (value): output differs at [3, 7]' in text
+    assert "tuning_parts_s" not in text and "screen_s" not in text and "tuning_status" not in text
     assert "<<<<<<< SEARCH" in text and "What went wrong" not in text
 
 
@@ -141,3 +146,24 @@ def test_long_error_is_clipped(relu_task):
 def test_unknown_mode_is_rejected(relu_task):
     with pytest.raises(ValueError, match="unknown proposal mode 'mutate'"):
         build_messages(ProposalRequest(task=relu_task, backend="c", mode="mutate"))
+
+
+def test_a_prompt_built_from_a_result_read_back_from_the_log_carries_its_metrics(relu_task, tmp_path):
+    """The parent as the islands get it after a restart: written to the evaluation log
+    (Parquet) and read back; its prompt still has the profile, the diagnosis, the device."""
+    import dataclasses
+
+    from foundry.store import EvaluationLog, read_evaluations
+    request = _request(relu_task, "optimize")
+    log = EvaluationLog(tmp_path)
+    log.append(request.parent, request.parent_result)
+    log.close()
+    (stored,) = read_evaluations(tmp_path)
+    assert stored.result.metrics["hardware"]["source"] == "ncu"
+    _, user = build_messages(dataclasses.replace(request, parent=stored.candidate, parent_result=stored.result))
+    text = user["content"]
+    assert "## Hardware" in text and "- sm_count: 132" in text
+    assert "diagnosis: memory-bound: 39% of the floor" in text
+    assert "hardware_diagnosis: memory-bound at 39% of the floor; DRAM 38% of peak" in text
+    assert "ncu_dram_throughput_pct: 38" in text and "kernel_1: relu_kernel: 21.5 us" in text
+    assert '- {"BLOCK": 256}: 0.031 ms' in text
