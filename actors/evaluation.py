@@ -84,7 +84,13 @@ class EvaluationService:
             except Exception as e:  # noqa: BLE001 - a report, never a verdict
                 self._floors[key] = f"no roofline (the reference does not run on the meta device: {type(e).__name__})"
         floor = self._floors[key]
-        extra = {"roofline_note": floor} if isinstance(floor, str) else {"roofline": floor.position(result.runtime_ms)}
+        if isinstance(floor, str):
+            extra: dict = {"roofline_note": floor}
+        else:  # the kernel's position, and its baselines' fractions of the same floor
+            position = floor.position(result.runtime_ms)
+            position.update({f"{which}_fraction": round(floor.fraction(ms) or 0.0, 4)
+                             for which, ms in (("eager", result.eager_ms), ("compile", result.compile_ms)) if ms})
+            extra = {"roofline": position}
         return dataclasses.replace(result, metrics={**(result.metrics or {}), **extra})
 
     def _run(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult]:

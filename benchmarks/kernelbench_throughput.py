@@ -26,6 +26,7 @@ import argparse
 import collections
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -60,7 +61,8 @@ def link_problems(src: Path, problems: list[str], dest: Path) -> list[str]:
 
 def elite_profiles(run_dir: Path) -> dict:
     """How many of the run's elites (the candidates its islands' last checkpoints hold,
-    each counted once) carry hardware metrics, by where they came from."""
+    each counted once) carry hardware metrics, by where they came from, with why those
+    without Nsight Compute counters went without (their notes, counted)."""
     from foundry.store.rundir import RunDir
     from foundry.types import EvalResult
     from islands.checkpoint import read_checkpoint
@@ -72,7 +74,9 @@ def elite_profiles(run_dir: Path) -> dict:
     sources = collections.Counter(h.get("source", "?") for h in hardware.values() if h)
     profiled = sum(sources.values())
     seconds = [float(h.get("profile_s", 0.0)) for h in hardware.values() if h]
-    return {"elites": len(hardware), "with_hardware": profiled, "by_source": dict(sources),
+    notes = collections.Counter(re.sub(r"\d+", "N", str(h.get("note") or ""))[:120]
+                                for h in hardware.values() if h and h.get("source") != "ncu")
+    return {"elites": len(hardware), "with_hardware": profiled, "by_source": dict(sources), "notes": dict(notes),
             "fraction": round(profiled / len(hardware), 3) if hardware else None,
             "profile_s_total": round(sum(seconds), 2)}
 

@@ -372,6 +372,20 @@ def hardware_diagnosis(*, ncu: Mapping | None = None, roofline: Mapping | None =
     return "; ".join(parts)
 
 
+def baseline_line(kernels: Mapping | None, *, fraction: float | None = None) -> str:
+    """One line on a baseline (eager or torch.compile) from its profiled forward
+    (Baseline.eager_kernels / compile_kernels) and its fraction of the roofline floor, e.g.
+    "41% of the floor; 5 launches of 3 kernels, the slowest softmax_kernel (812 us)"."""
+    parts = [f"{100 * fraction:.0f}% of the floor"] if isinstance(fraction, (int, float)) else []
+    times = [t for t in (kernels or {}).get("kernel_times_us") or () if isinstance(t, (list, tuple)) and len(t) == 3]
+    if times:
+        slowest = max(times, key=lambda t: float(t[1]))
+        parts.append(f"{int((kernels or {}).get('launches') or sum(int(t[2]) for t in times))} launches of "
+                     f"{int((kernels or {}).get('kernels') or len(times))} kernels, the slowest {slowest[0][:60]} "
+                     f"({float(slowest[1]):.0f} us)")
+    return "; ".join(parts)
+
+
 def _ncu_target(task_path: str, candidate_path: str, params_json: str, profile: str) -> int:
     """Run a candidate's forward a few times on the GPU (the process ncu profiles)."""
     import torch

@@ -22,6 +22,9 @@ class Baseline:
     compile_ms: float | None = None
     compile_s: float | None = None  # time torch.compile took to build
     error: str = ""
+    # on a GPU, what one forward launched (CudaDevice.kernel_summary), profiled outside the timed runs
+    eager_kernels: dict | None = None
+    compile_kernels: dict | None = None
 
 
 def baseline_key(task: Task, *, device: str, hardware: str, threads: int, compile_mode: str = "default") -> str:
@@ -44,7 +47,8 @@ class BaselineCache:
         if data is None:
             return None
         try:
-            return Baseline(**{k: data.get(k) for k in ("eager_ms", "compile_ms", "compile_s")},
+            return Baseline(**{k: data.get(k) for k in ("eager_ms", "compile_ms", "compile_s",
+                                                         "eager_kernels", "compile_kernels")},
                             error=data.get("error") or "")
         except TypeError:
             return None
@@ -57,6 +61,7 @@ def baseline_from(out: Any, phases: PhaseTimes) -> Baseline:
     """The eager and torch.compile times of a baseline job's outcome (a JobOutcome), each
     checked against the judge's clock; their wall times go into `phases`."""
     eager = compiled = compile_s = None
+    kernels: dict = {}
     start = end = None
     last = out.started_at
     for m in out.messages:
@@ -70,6 +75,8 @@ def baseline_from(out: Any, phases: PhaseTimes) -> Baseline:
             which = "eager" if m.header.get("which") == "eager" else "compile"
             phases.add(f"baseline_{which}", m.at - last)
             last = m.at
+            if isinstance(m.header.get("kernels"), dict):
+                kernels[which] = m.header["kernels"]
             if which == "eager":
                 eager = v.runtime_ms
             else:
@@ -77,4 +84,5 @@ def baseline_from(out: Any, phases: PhaseTimes) -> Baseline:
                 compile_s = m.header.get("compile_s")
     errors = out.of_kind("error")
     err = str(errors[0].header.get("error", "")) if errors else ("" if eager else out.exit_text())
-    return Baseline(eager_ms=eager, compile_ms=compiled, compile_s=compile_s, error=err)
+    return Baseline(eager_ms=eager, compile_ms=compiled, compile_s=compile_s, error=err,
+                    eager_kernels=kernels.get("eager"), compile_kernels=kernels.get("compile"))

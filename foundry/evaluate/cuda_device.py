@@ -321,6 +321,15 @@ class CudaDevice:
         return check_own_kernels(profile_kernels(call), expected=names,
                                  reference=reference_kernels)
 
+    def kernel_summary(self, call) -> dict:
+        """The kernels one `call()` launched: how many distinct, how many launches, their
+        device time, and the slowest (for a baseline's profile)."""
+        runs = profile_kernels(call)
+        return {"kernels": len(runs), "launches": sum(r.count for r in runs),
+                "device_us": round(sum(r.time_us for r in runs), 2),
+                "kernel_times_us": [[r.name[:120], round(r.time_us, 2), r.count]
+                                    for r in sorted(runs, key=lambda r: -r.time_us)][:8]}
+
     def profiled_call(self, call, *, source: str, backend: str) -> tuple:
         """Run `call()` once under the profiler: (its output, a report of the kernels that
         ran: {"own_kernels": count of the candidate's, "kernels": names, ...})."""

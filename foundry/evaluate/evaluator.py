@@ -360,6 +360,9 @@ class Evaluator:
             speedup = b.eager_ms / runtime if runtime else None
         if b.error:
             metrics["baseline_error"] = b.error[:500]
+        if b.eager_kernels or b.compile_kernels:
+            metrics["baseline_kernels"] = {k: v for k, v in (("eager", b.eager_kernels),
+                                                             ("compile", b.compile_kernels)) if v}
         if f.stage == Stage.CORRECT and not f.flags:
             result_kw.update(eager_ms=b.eager_ms, compile_ms=b.compile_ms, speedup_eager=speedup,
                              speedup_compile=(b.compile_ms / runtime) if b.compile_ms and runtime else None)
@@ -628,6 +631,8 @@ class Evaluator:
 
     def _cached_baseline(self, key: str) -> Baseline | None:
         cached = self._baselines.get(key)
+        if cached and self.config.device == "cuda" and cached.eager_kernels is None:
+            return None  # measured before baselines were profiled: once more, with the profile
         if cached and cached.eager_ms and (cached.compile_ms or cached.error or not self.config.compile_baseline):
             return cached
         return None

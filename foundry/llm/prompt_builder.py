@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from foundry.hardware import NCU_METRICS
+from foundry.hardware import NCU_METRICS, baseline_line
 from foundry.llm import templates as T
 from foundry.llm.accounting import redact
 from foundry.types import Candidate, EvalResult, ProposalRequest, Stage
@@ -112,7 +112,7 @@ def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
     """(what the hardware said about the parent's kernels, its tuning records). Only the
     kernel's own figures go into a prompt: its position against the roofline floor (the
     diagnosis first), the elite's hardware profile (its diagnosis and source), the kernels
-    the device profiler saw run, and profiler counters (foundry.hardware.NCU_METRICS,
+    the device profiler saw run, the baselines against the same floor, and profiler counters (foundry.hardware.NCU_METRICS,
     `ncu_*`), not the judge's bookkeeping (phases, lanes,
     transfers, memory caps)."""
     profile, counters, tuning = {}, {}, None
@@ -133,7 +133,20 @@ def _split_metrics(metrics: Mapping) -> tuple[dict, Any]:
             counters[key] = v
         elif key == "kernels" and isinstance(v, Mapping):
             profile.update(_kernel_lines(v))
+    profile.update(_baseline_lines(metrics))
     return {**profile, **counters}, tuning
+
+
+def _baseline_lines(metrics: Mapping) -> dict:
+    """Where eager and torch.compile sit against the same floor, with their kernels."""
+    roofline = metrics.get("roofline") if isinstance(metrics.get("roofline"), Mapping) else {}
+    kernels = metrics.get("baseline_kernels") if isinstance(metrics.get("baseline_kernels"), Mapping) else {}
+    out = {}
+    for which, label in (("eager", "baseline_eager"), ("compile", "baseline_torch_compile")):
+        line = baseline_line(kernels.get(which), fraction=roofline.get(f"{which}_fraction"))
+        if line:
+            out[label] = line
+    return out
 
 
 def _kernel_lines(kernels: Mapping) -> dict:

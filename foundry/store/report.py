@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from foundry.hardware import baseline_line
 from foundry.store.best import write_best
 from foundry.store.evallog import EvaluationRecord, read_evaluations
 from foundry.store.phases import PhaseSums, judged_per_minute
@@ -43,6 +44,11 @@ def _task_section(s: TaskSummary, run: RunDir, heatmap: Path | None) -> list[str
         lines.append(f"| best against the roofline floor | {s.best_roofline.get('fraction', 0):.0%} of the floor "
                      f"({_ms(s.best_roofline.get('floor_ms'))}) |")
         lines.append(f"| bottleneck of the best kernel | {s.best_roofline.get('diagnosis', '—')} |")
+        for which, label in (("eager", "eager"), ("compile", "torch.compile")):
+            line = baseline_line((s.baseline_kernels or {}).get(which),
+                                 fraction=s.best_roofline.get(f"{which}_fraction"))
+            if line:
+                lines.append(f"| {label} against the floor | {line} |")
     if s.best_hardware:
         source = "Nsight Compute" if s.best_hardware.get("source") == "ncu" else "the judge's profiler (no counters)"
         lines.append(f"| hardware of the best kernel ({source}) | {s.best_hardware.get('diagnosis') or '—'} |")

@@ -28,6 +28,7 @@ class TaskSummary:
     best_roofline: dict | None = None  # the best kernel's metrics["roofline"] (Roofline.position), if measured
     best_strategy: str | None = None  # what made the best kernel: "compiler:inductor", "template:fused", ...
     best_hardware: dict | None = None  # the best kernel's metrics["hardware"] (source, diagnosis), if profiled
+    baseline_kernels: dict | None = None  # what eager's and torch.compile's forwards launched (GPU runs)
 
     @property
     def share_correct(self) -> float:
@@ -52,6 +53,11 @@ def _roofline(best: EvaluationRecord | None) -> dict | None:
 def _hardware(best: EvaluationRecord | None) -> dict | None:
     profile = (best.result.metrics or {}).get("hardware") if best is not None else None
     return dict(profile) if isinstance(profile, Mapping) and profile.get("source") else None
+
+
+def _baseline_kernels(best: EvaluationRecord | None) -> dict | None:
+    kernels = (best.result.metrics or {}).get("baseline_kernels") if best is not None else None
+    return dict(kernels) if isinstance(kernels, Mapping) and kernels else None
 
 
 def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = (),
@@ -88,6 +94,7 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
             eager_ms=eager, compile_ms=compile_, llm_cost_usd=float(costs.get(task_id, 0.0)),
             backends=tuple(sorted({r.candidate.backend for r in recs})), curve=tuple(curve),
             cells=cells, stages=stages, best_roofline=_roofline(best), best_hardware=_hardware(best),
+            baseline_kernels=_baseline_kernels(best),
             best_strategy=(best.candidate.strategy_id or best.candidate.origin) if best else None)
     return out
 

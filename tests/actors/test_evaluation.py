@@ -77,6 +77,9 @@ def test_with_the_devices_ceilings_each_correct_result_gets_its_roofline_positio
     pos = result.metrics["roofline"]
     assert pos["bound"] == "memory" and pos["floor_ms"] == round(floor, 6)
     assert abs(pos["fraction"] - floor / result.runtime_ms) < 1e-3 and "of the floor" in pos["diagnosis"]
+    # the baselines against the same floor
+    assert pos["eager_fraction"] == round(floor / result.eager_ms, 4)
+    assert pos["compile_fraction"] == round(floor / result.compile_ms, 4)
     # a reference that does not run on the meta device gets a note, never a CPU run at full size
     path = tmp_path / "nonzero_task.py"
     path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"

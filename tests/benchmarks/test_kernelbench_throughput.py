@@ -24,7 +24,8 @@ def test_elites_are_counted_once_with_the_source_of_their_profile(tmp_path):
         for k, path in enumerate(files):
             cand = Candidate.make(task_id=TASK, source=path.read_text(), backend="triton")
             cand = dataclasses.replace(cand, island_id=island_id)
-            metrics = {"hardware": {"source": "ncu" if k == 0 else "torch-profiler", "profile_s": 2.0}} \
+            metrics = {"hardware": {"source": "ncu" if k == 0 else "torch-profiler", "profile_s": 2.0,
+                                    "note": "" if k == 0 else f"Nsight Compute has had its share ({k} s)"}} \
                 if k % 2 == 0 else {}
             island.add(candidate=cand, result=EvalResult(candidate_id=cand.candidate_id, task_id=TASK, stage=5,
                                                          correct=True, speedup_eager=1.0 + k, metrics=metrics))
@@ -36,3 +37,5 @@ def test_elites_are_counted_once_with_the_source_of_their_profile(tmp_path):
     assert counted["with_hardware"] == sum(1 for m in unique.values() if m.get("hardware"))
     assert sum(counted["by_source"].values()) == counted["with_hardware"]
     assert counted["fraction"] == round(counted["with_hardware"] / counted["elites"], 3)
+    by_profiler = sum(1 for m in unique.values() if (m.get("hardware") or {}).get("source") == "torch-profiler")
+    assert counted["notes"] == ({"Nsight Compute has had its share (N s)": by_profiler} if by_profiler else {})

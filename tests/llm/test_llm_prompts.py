@@ -29,7 +29,10 @@ def _request(task, mode, backend="c", **kw):
                  "phases": {"trials": 0.6}, "lane": {"index": 1}, "worker_wall_s": 2.5,
                  "kernels": {"own_kernels": 3, "own_time_fraction": 0.97,
                              "kernel_times_us": [["relu_kernel", 21.5, 2], ["add_kernel", 3.25, 1]]},
+                 "baseline_kernels": {"eager": {"kernels": 2, "launches": 2, "kernel_times_us": [
+                     ["vectorized_elementwise_kernel", 40.1, 1], ["copy_kernel", 9.0, 1]]}},
                  "roofline": {"floor_ms": 0.012, "fraction": 0.3871, "bound": "memory", "achieved_gb_per_s": 1645.2,
+                              "eager_fraction": 0.245, "compile_fraction": 0.301,
                               "peak_gb_per_s": 4250.0, "achieved_tflops": 0.0, "peak_tflops": 51.0,
                               "diagnosis": "memory-bound: 39% of the floor (moves 0.051 GB at 1645 GB/s of 4250; "
                                            "floor 0.012 ms, this 0.031 ms)"},
@@ -95,6 +98,9 @@ def test_optimize_prompt_carries_parent_results_profile_and_tuning(relu_task):
     assert text.index("diagnosis: memory-bound") < text.index("dram_throughput_pct")  # the diagnosis first
     assert "kernels_launched: 3 launches of 2 kernels" in text and "kernel_1: relu_kernel: 21.5 us over 2 launch(es)" in text
     assert "kernels_own_time: 97% of device time in the candidate's own kernels" in text
+    # the baselines against the same floor
+    assert ("baseline_eager: 24% of the floor; 2 launches of 2 kernels, the slowest vectorized_elementwise_kernel "
+            "(40 us)") in text and "baseline_torch_compile: 30% of the floor" in text
     # the elite's hardware profile: its diagnosis, its source and its counters
     assert "hardware_diagnosis: memory-bound at 39% of the floor; DRAM 38% of peak, SM 12%; 2 kernels where one" in text
     assert "hardware_source: ncu" in text and "ncu_dram_throughput_pct: 38" in text

@@ -136,13 +136,16 @@ def test_report_shows_the_best_kernel_against_its_roofline_floor(tmp_path):
     run = RunDir(tmp_path)
     run.write_meta({"tasks": ["t1", "t2"]})
     log = EvaluationLog(tmp_path, flush_rows=2)
-    position = {"floor_ms": 0.25, "fraction": 0.4, "bound": "memory",
+    position = {"floor_ms": 0.25, "fraction": 0.4, "bound": "memory", "eager_fraction": 0.2,
                 "diagnosis": "memory-bound: 40% of the floor (moves 1.07 GB at 1700 GB/s of 4250; floor 0.25 ms, this 0.625 ms)"}
     hardware = {"source": "ncu", "diagnosis": "memory-bound at 40% of the floor; DRAM 39% of peak, SM 9%"}
+    baselines = {"eager": {"kernels": 2, "launches": 2, "kernel_times_us": [["elementwise_kernel", 1100.0, 1],
+                                                                             ["copy_kernel", 150.0, 1]]}}
     for i, s in enumerate([1.2, 1.6]):
         c, r = pair(i, speed=s)
         log.append(c, dataclasses.replace(r, runtime_ms=0.625, metrics={**r.metrics, "roofline": position,
-                                                                         "hardware": hardware}))
+                                                                         "hardware": hardware,
+                                                                         "baseline_kernels": baselines}))
     log.append(*pair(3, task="t2", speed=1.1))  # no roofline position (a CPU run)
     log.close()
     report = build_report(tmp_path).read_text()
@@ -151,6 +154,8 @@ def test_report_shows_the_best_kernel_against_its_roofline_floor(tmp_path):
     assert report.count("best against the roofline floor") == 1  # t2 has none
     assert "| hardware of the best kernel (Nsight Compute) | memory-bound at 40% of the floor; DRAM 39% of peak" in report
     assert report.count("hardware of the best kernel") == 1
+    assert ("| eager against the floor | 20% of the floor; 2 launches of 2 kernels, the slowest elementwise_kernel "
+            "(1100 us) |") in report
     assert "![runtime against the roofline floor](plots/roofline.png)" in report
     assert (tmp_path / "plots" / "roofline.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -1,0 +1,83 @@
+"""Each task's eager and torch.compile baselines carry what their forward launched (on a
+GPU, profiled once outside the timed runs): kept in the baseline cache, put into every
+correct result's metrics, and never the baseline's failure."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from foundry.evaluate import EvalConfig, Evaluator
+from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_key
+from foundry.evaluate.harness import Worker
+from foundry.hardware import baseline_line
+from foundry.tasks import load_task
+from foundry.types import Candidate
+
+ROOT = Path(__file__).resolve().parents[2]
+HONEST = (ROOT / "tests" / "exploits" / "candidates" / "honest_relu_c.py").read_text()
+EAGER = {"kernels": 2, "launches": 3, "device_us": 41.5,
+         "kernel_times_us": [["vectorized_elementwise_kernel", 30.0, 2], ["reduce_kernel", 11.5, 1]]}
+
+
+class _Profiling:
+    """A device that can say what a call launched (as CudaDevice.kernel_summary does)."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def kernel_summary(self, call):
+        call()
+        self.calls += 1
+        return dict(EAGER)
+
+
+def _worker(device) -> Worker:
+    worker = Worker.__new__(Worker)  # only what profile_baseline uses
+    worker.device = device
+    worker.job = SimpleNamespace(timing=SimpleNamespace(sets=[0]))
+    worker.fresh_inputs = lambda index: [torch.ones(8)]
+    return worker
+
+
+def test_a_baseline_is_profiled_where_the_device_can_and_a_failed_profile_is_only_a_note():
+    seen = []
+    device = _Profiling()
+    assert _worker(device).profile_baseline(lambda x: seen.append(x.sum().item())) == {"kernels": EAGER}
+    assert device.calls == 1 and seen == [8.0]
+
+    def broken(x):
+        raise RuntimeError("profiler unavailable")
+    assert _worker(device).profile_baseline(broken) == {"kernels": {"error": "RuntimeError: profiler unavailable"}}
+    assert _worker(SimpleNamespace(name="cpu")).profile_baseline(lambda x: x) == {}  # no profiler: nothing
+
+
+def test_the_cache_keeps_a_baselines_kernels_and_results_carry_them(tmp_path):
+    cache = BaselineCache(str(tmp_path / "baselines"))
+    cache.put("00ff00ff00ff00ff", Baseline(eager_ms=2.0, compile_ms=1.5, eager_kernels=EAGER))
+    got = BaselineCache(str(tmp_path / "baselines")).get("00ff00ff00ff00ff")
+    assert got.eager_kernels == EAGER and got.compile_kernels is None
+
+    relu = load_task(ROOT / "benchmarks" / "smoke" / "relu.py")
+    ev = Evaluator(config=EvalConfig.from_config({"trials": 3, "timeout_s": 15, "compile_baseline": False,
+                                                  "timing_min_ms": 50,
+                                                  "baseline_cache_dir": str(tmp_path / "baselines")}))
+    try:
+        key = baseline_key(relu, device="cpu", hardware=ev.hardware, threads=ev.config.threads)
+        cache.put(key, Baseline(eager_ms=2.0, compile_ms=None, eager_kernels=EAGER))
+        r = ev.evaluate(task=relu, candidate=Candidate.make(task_id=relu.task_id, backend="c",
+                                                            source=textwrap.dedent(HONEST)))
+    finally:
+        ev.close()
+    assert r.correct and r.eager_ms == 2.0
+    assert r.metrics["baseline_kernels"] == {"eager": EAGER}
+
+
+def test_one_line_on_a_baseline():
+    assert baseline_line(EAGER, fraction=0.413) == ("41% of the floor; 3 launches of 2 kernels, the slowest "
+                                                    "vectorized_elementwise_kernel (30 us)")
+    assert baseline_line(None, fraction=0.5) == "50% of the floor"
+    assert baseline_line({"error": "x"}) == ""
