@@ -380,9 +380,10 @@ def baseline_line(kernels: Mapping | None, *, fraction: float | None = None) -> 
     times = [t for t in (kernels or {}).get("kernel_times_us") or () if isinstance(t, (list, tuple)) and len(t) == 3]
     if times:
         slowest = max(times, key=lambda t: float(t[1]))
-        parts.append(f"{int((kernels or {}).get('launches') or sum(int(t[2]) for t in times))} launches of "
-                     f"{int((kernels or {}).get('kernels') or len(times))} kernels, the slowest {slowest[0][:60]} "
-                     f"({float(slowest[1]):.0f} us)")
+        launches = int((kernels or {}).get("launches") or sum(int(t[2]) for t in times))
+        count = int((kernels or {}).get("kernels") or len(times))
+        parts.append(f"{launches} launch{'es' if launches != 1 else ''} of {count} kernel{'s' if count != 1 else ''}, "
+                     f"the slowest {slowest[0][:60]} ({float(slowest[1]):.0f} us)")
     return "; ".join(parts)
 
 

@@ -80,4 +80,6 @@ def test_one_line_on_a_baseline():
     assert baseline_line(EAGER, fraction=0.413) == ("41% of the floor; 3 launches of 2 kernels, the slowest "
                                                     "vectorized_elementwise_kernel (30 us)")
     assert baseline_line(None, fraction=0.5) == "50% of the floor"
+    one = {"kernels": 1, "launches": 1, "kernel_times_us": [["softmax_kernel", 812.0, 1]]}
+    assert baseline_line(one) == "1 launch of 1 kernel, the slowest softmax_kernel (812 us)"
     assert baseline_line({"error": "x"}) == ""
