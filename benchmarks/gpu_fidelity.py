@@ -47,7 +47,7 @@ for stem in sys.argv[3].split(","):
         assert torch.allclose(model(*inputs), ref(*inputs), atol=1e-4, rtol=1e-4), stem
         t = ct.time_cuda(lambda: model(*inputs), config=cfg)
         out = {"median_ms": t.median_ms, "spread": t.spread, "trials": t.trials, "rel_ci": t.rel_ci,
-               "host_ok": t.host_check_ok}
+               "host_ok": t.host_check_ok, "launch_bound": t.launch_bound, "back_to_back_ms": t.back_to_back_ms}
         if sys.argv[4] == "do_bench":
             import triton.testing as tt
             out["do_bench_ms"] = tt.do_bench(lambda: model(*inputs), warmup=50, rep=300, return_mode="median")

@@ -148,3 +148,18 @@ def test_models_move_to_the_device_with_their_parameters():
     model = Recorder()
     assert cd.CudaDevice().to_device(model) is model and moved == [("cuda",)]
     assert cd.CudaDevice().to_device(7) == 7
+
+
+def test_a_call_is_judged_launch_bound_only_when_back_to_back_it_is_clearly_slower():
+    from foundry.evaluate.cuda_timing import GpuTimingConfig, judged_ms
+    kw = dict(host_ms=0.5, host_check_ok=True, launch_bound_ratio=1.1)
+    assert judged_ms(event_ms=0.030, back_to_back_ms=0.085, **kw) == (0.085, True)  # the host bounds it
+    assert judged_ms(event_ms=0.030, back_to_back_ms=0.032, **kw) == (0.030, False)  # noise, not the host
+    assert judged_ms(event_ms=3.0, back_to_back_ms=2.7, **kw) == (3.0, False)  # L2 warm back to back: never faster
+    assert judged_ms(event_ms=0.030, back_to_back_ms=0.0, **kw) == (0.030, False)  # not measured
+    # the host cross-check failing (work the events did not see) still wins
+    assert judged_ms(event_ms=0.030, back_to_back_ms=0.085, host_ms=0.5, host_check_ok=False,
+                     launch_bound_ratio=1.1) == (0.5, False)
+    for bad in ({"back_to_back_ms": -1.0}, {"launch_bound_ratio": 0.9}):
+        with pytest.raises(ValueError, match="back_to_back_ms >= 0 and launch_bound_ratio >= 1"):
+            GpuTimingConfig.from_config(bad)
