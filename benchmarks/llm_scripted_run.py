@@ -17,7 +17,8 @@ parent's metrics, parsing, compiling, judging, archives, migration, prompt evolu
 
 Reported: evaluations and judged per minute, how many candidates were correct, how many
 repairs (a child of an incorrect parent) were correct, the server's replies by kind, the
-LLM calls by outcome, whether every evaluation the log holds was recorded once, and an
+LLM calls by outcome, whether every evaluation the log holds was recorded once, how many
+elites the islands hold that another island sent them (migration), and an
 excerpt of one optimize prompt (device specs, the parent's metrics) and one repair prompt
 (the parent's error), saved in full under --keep.
 """
@@ -118,6 +119,14 @@ class ScriptedKernelWriter:
         return ScriptedResponse.full_file(source)
 
 
+def migrants_held(run_dir: Path) -> int:
+    """Elites the islands' last checkpoints hold that another island sent them."""
+    from foundry.store.rundir import RunDir
+    from islands.checkpoint import read_checkpoint
+    return sum(1 for path in sorted(RunDir(run_dir).checkpoints.glob("island-*/**/*.ckpt"))
+               for e in read_checkpoint(path=path)["archive"]["elites"] if e.get("is_migrant"))
+
+
 def summarize(run_dir: Path, *, wall_s: float) -> dict:
     from foundry.store import read_evaluations
     from foundry.store.rundir import RunDir
@@ -134,7 +143,7 @@ def summarize(run_dir: Path, *, wall_s: float) -> dict:
             "repairs_correct": sum(r.result.correct for r in children_of_failures),
             "llm_strategies": collections.Counter(r.candidate.strategy_id or r.candidate.origin for r in records),
             "llm_call_outcomes": dict(calls), "each_evaluation_once": len(ids) == len(set(ids)),
-            "unfinished": len(read_unfinished(run_dir))}
+            "unfinished": len(read_unfinished(run_dir)), "migrants_held": migrants_held(run_dir)}
 
 
 def excerpts(server: ScriptedOpenAIServer, keep: Path) -> dict:

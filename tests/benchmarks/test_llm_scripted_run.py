@@ -40,3 +40,27 @@ def test_every_kind_in_turn_and_repairs_get_a_correct_kernel(bench):
     assert writer.sent["repair"] == 1 and sum(writer.sent.values()) == len(bench.KINDS) + 1
     other = writer({"messages": [{"role": "user", "content": "Rewrite this section of the prompt."}]})
     assert other.status == 200 and writer.sent["not a kernel request"] == 1
+
+
+def test_migrants_are_counted_from_the_islands_checkpoints(bench, tmp_path):
+    import dataclasses
+
+    from foundry.store.rundir import RunDir
+    from foundry.types import Candidate, EvalResult
+    from islands import Island
+    corpus = sorted((ROOT / "tests" / "islands" / "corpus").glob("triton*.py"))[:4]
+    task = "level1/19_ReLU"
+    islands = [Island(island_id=i, task_id=task, seed=i) for i in (0, 1)]
+    for k, path in enumerate(corpus):
+        home = islands[k % 2]
+        cand = dataclasses.replace(Candidate.make(task_id=task, source=path.read_text(), backend="triton"),
+                                   island_id=home.island_id)
+        home.add(candidate=cand, result=EvalResult(candidate_id=cand.candidate_id, task_id=task, stage=5,
+                                                   correct=True, speedup_eager=1.0 + k))
+    islands[0].immigrate(elites=islands[1].emigrants())
+    migrants = sum(1 for e in islands[0].archive.elites() if e.is_migrant)
+    assert migrants >= 1
+    for island in islands:
+        island.save(str(RunDir(tmp_path).island_checkpoint_dir(island.island_id) / "level1" / "19_ReLU.ckpt"))
+    assert bench.migrants_held(tmp_path) == migrants
+    assert bench.migrants_held(tmp_path / "empty") == 0
