@@ -1,7 +1,6 @@
 """What running a model as its captured graph costs: eager against the torch.export
-GraphModule that `foundry.extract.capture` makes, the same graph reading its parameters by
-flat names (`foundry.deploy.flat`, what `foundry.deploy` returns) and
-`torch.fx.symbolic_trace`, for a host-bound and two device-bound models; the top
+GraphModule that `foundry.extract.capture` makes (the graph `foundry.deploy` rewrites) and
+against `torch.fx.symbolic_trace`, for a host-bound and two device-bound models; the top
 kernels of eager and of the export graph by device time, so a difference can be placed on
 the host or on the device.
 
@@ -24,7 +23,6 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from foundry.deploy.flat import flatten_attributes  # noqa: E402
 from foundry.extract.capture import capture  # noqa: E402
 
 
@@ -134,21 +132,17 @@ def main() -> int:
         model = model.to(a.device).eval()
         captured = capture(model, inputs)
         exported, traced = captured.graph_module, fx.symbolic_trace(model)
-        flat = capture(model, inputs).graph_module
-        flatten_attributes(flat)
         eager_ms = per_call_ms(model, inputs, a.device)
         export_ms = per_call_ms(exported, inputs, a.device)
-        flat_ms = per_call_ms(flat, inputs, a.device)
         fx_ms = per_call_ms(traced, inputs, a.device)
         print(f"{name}: eager {eager_ms:.4g} ms, export graph ({captured.method}) {export_ms:.4g} ms "
-              f"({export_ms / eager_ms:.3f}x eager's time), with flat attributes {flat_ms:.4g} ms "
-              f"({flat_ms / eager_ms:.3f}x), fx trace {fx_ms:.4g} ms ({fx_ms / eager_ms:.3f}x)", flush=True)
+              f"({export_ms / eager_ms:.3f}x eager's time), fx trace {fx_ms:.4g} ms ({fx_ms / eager_ms:.3f}x)",
+              flush=True)
         if a.profile:
             print("eager:\n" + top_kernels(model, inputs, a.device), flush=True)
             print("export graph:\n" + top_kernels(exported, inputs, a.device), flush=True)
         if a.cprofile:
             print("export graph, host functions " + host_functions(exported, inputs), flush=True)
-            print("with flat attributes, host functions " + host_functions(flat, inputs), flush=True)
     return 0
 
 

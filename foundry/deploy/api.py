@@ -10,9 +10,8 @@ in; one that differs is passed over (and said so in `gm.foundry_deploy`), and so
 `check_speed` (the default), is one that is not faster than the region's own code timed
 beside it in this process on those values (foundry.deploy.speed: the run's speedup rests
 on an eager baseline timed once, at another moment). With `check_speed`, the whole
-rewritten model is then timed beside the original on the same inputs (its graph reading
-parameters by flat names: foundry.deploy.flat), and where it is not faster the original
-model comes back instead (a kernel faster on its own can still lose in
+rewritten model is then timed beside the original on the same inputs, and where it is not
+faster the original model comes back instead (a kernel faster on its own can still lose in
 the model: the captured graph runs ops the module did not, and each swapped region adds
 its launch). Where nothing is swapped in, the original model comes back. Either way the
 returned model's `foundry_deploy` says what happened. Gradients flow through the regions'
@@ -27,7 +26,6 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from foundry.deploy.flat import flatten_attributes
 from foundry.deploy.kernel import load_kernel
 from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, register_region_op, same_results
 from foundry.deploy.rewrite import replace_region
@@ -143,7 +141,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         if entry.task_id in kernels and entry.task_id not in found:
             passed.append((entry.task_id, "its region is not in the model as captured now"))
     gm.graph.lint()
-    flatten_attributes(gm)  # one lookup per parameter read, not a walk down the module tree (recompiles)
+    gm.recompile()
     info = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=tuple(swapped),
                       passed_over=tuple(passed), dispatches=tuple(dispatches), speeds=tuple(speeds))
     if not swapped:
