@@ -22,7 +22,9 @@ The cover hides the host's launch time from every trial, which is right while th
 is the bound and wrong when the host is: a call whose Python takes 80 us to launch a 30 us
 kernel costs 80 us a call wherever it runs back to back (a model, a loop), and do_bench
 would show part of that. So after the trials the callable also runs back to back,
-unsynchronised, for about `back_to_back_ms`; when that costs more per call than
+unsynchronised, for about `back_to_back_ms` (2 calls at least), on inputs it never
+changes and with outputs nobody checks (only ever a reason to judge slower); when that
+costs more per call than
 `launch_bound_ratio` x the event median, the call is launch-bound and the back-to-back
 time per call is the measurement (`launch_bound` True). A device-bound call's back-to-back
 time is its event time (or less, with the L2 warm), so the rule changes nothing there.
@@ -220,8 +222,8 @@ def host_overhead_ms(stream, flush=None, cover_cycles: int = 0) -> float:
 def back_to_back_per_call_ms(fn: Callable[[], Any], *, per_call_ms: float, target_ms: float,
                              clock: Callable[[], int], max_calls: int = 200) -> float:
     """Host-clock milliseconds per call of `fn()` run about `target_ms` back to back with
-    one synchronize at the end (at least 5 calls)."""
-    calls = max(5, min(max_calls, int(math.ceil(target_ms / max(per_call_ms, 1e-3)))))
+    one synchronize at the end (at least 2 calls)."""
+    calls = max(2, min(max_calls, int(math.ceil(target_ms / max(per_call_ms, 1e-3)))))
     _sync()
     t0 = clock()
     for _ in range(calls):
@@ -230,7 +232,7 @@ def back_to_back_per_call_ms(fn: Callable[[], Any], *, per_call_ms: float, targe
     return (clock() - t0) / 1e6 / calls
 
 
-def judged_ms(*, event_ms: float, host_ms: float, host_check_ok: bool, back_to_back_ms: float,
+def judged_time(*, event_ms: float, host_ms: float, host_check_ok: bool, back_to_back_ms: float,
               launch_bound_ratio: float) -> tuple[float, bool]:
     """(the time the judge goes by, whether the call is launch-bound): the host median when
     the cross-check failed, the back-to-back time when that exceeds `launch_bound_ratio` x
@@ -245,12 +247,15 @@ def judged_ms(*, event_ms: float, host_ms: float, host_check_ok: bool, back_to_b
 def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfig(),
               device=None, clock: Callable[[], int] = time.perf_counter_ns,
               on_start: Callable[[], None] = lambda: None,
-              before_trial: Callable[[], None] | None = None) -> GpuTiming:
+              before_trial: Callable[[], None] | None = None,
+              back_to_back: Callable[[], Any] | None = None) -> GpuTiming:
     """Time `fn()` on the current CUDA device by the protocol in the module docstring.
 
     `clock` (integer ns) is the host clock of the cross-check; the worker passes the one
     it captured before any candidate code ran. `before_trial` runs before each trial, outside
-    the timed region (the worker changes the inputs there)."""
+    the timed region (the worker changes the inputs there). `back_to_back` is what the
+    launch-bound check calls (default `fn`): the worker gives one whose outputs go nowhere,
+    so the outputs it checks are the timed trials' own."""
     import torch
     tf32 = apply_tf32_policy(config.tf32)
     flush = l2_flush_buffer(device) if config.flush_l2 else None
@@ -298,11 +303,13 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
     ev = sorted(events)
     ho = sorted(hosts)
     ev_med, host_med = statistics.median(ev), statistics.median(ho)
-    steady = (back_to_back_per_call_ms(fn, per_call_ms=ev_med, target_ms=config.back_to_back_ms, clock=clock)
-              if config.back_to_back_ms > 0 else 0.0)
+    per_call_back_to_back = (back_to_back_per_call_ms(back_to_back or fn, per_call_ms=ev_med, clock=clock,
+                                                      target_ms=config.back_to_back_ms)
+                             if config.back_to_back_ms > 0 else 0.0)
     overhead = host_overhead_ms(stream, flush, cover)
     ok = host_med - overhead <= ev_med * (1 + config.host_slack_ratio) + config.host_slack_ms
-    median, launch_bound = judged_ms(event_ms=ev_med, host_ms=host_med, host_check_ok=ok, back_to_back_ms=steady,
+    median, launch_bound = judged_time(event_ms=ev_med, host_ms=host_med, host_check_ok=ok,
+                                     back_to_back_ms=per_call_back_to_back,
                                      launch_bound_ratio=config.launch_bound_ratio)
     return GpuTiming(
         median_ms=median, event_median_ms=ev_med, host_median_ms=host_med,
@@ -310,7 +317,8 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
         spread=(_quantile(ev, 0.9) - _quantile(ev, 0.1)) / ev_med if ev_med > 0 else 0.0,
         rel_ci=_median_ci(ev), trials=len(ev), warmup_runs=warm, host_check_ok=ok,
         l2_flush_bytes=0 if flush is None else flush.numel(), tf32=tf32,
-        host_overhead_ms=overhead, launch_cover_cycles=cover, back_to_back_ms=steady, launch_bound=launch_bound,
+        host_overhead_ms=overhead, launch_cover_cycles=cover, back_to_back_ms=per_call_back_to_back,
+        launch_bound=launch_bound,
         event_ms=tuple(events), host_ms=tuple(hosts))
 
 
@@ -323,7 +331,8 @@ def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence]
     sets (the last output of each set is returned). `on_block`, when given, changes the
     inputs before every trial, outside the timed region; `last_input_changes[j]` says how
     many changes set j's final output saw. `block_ns` holds the judged time of
-    each trial (event time, or the host clock when the cross-check failed); `span_ns` is
+    each trial (event time, or the host clock when the cross-check failed; when the call is
+    launch-bound, no trial below the back-to-back time per call); `span_ns` is
     the whole timed loop by the worker's clock (flushes and synchronizations included),
     for the judge to compare with its own window; the GPU details come under "gpu"."""
     n_sets = len(input_sets)
@@ -354,8 +363,11 @@ def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence]
         span[0] = clock()
         on_start()
 
+    def unrecorded():  # the launch-bound check's calls: their outputs are never judged
+        call(input_sets[0])
+
     timing = time_cuda(one, config=cfg, clock=clock, on_start=started,
-                       before_trial=change_inputs if on_block is not None else None)
+                       before_trial=change_inputs if on_block is not None else None, back_to_back=unrecorded)
     span[1] = clock()
     if not timing.host_check_ok:
         block_ns = [int(h * 1e6) for h in timing.host_ms]
