@@ -50,6 +50,10 @@ def analyze(header: dict, *, started_at: float | None, ended_at: float) -> Timin
     window_total_ms = total_ms
     if isinstance(span, (int, float)) and span >= sum(blocks) * 0.999:
         window_total_ms = span / 1e6
+    changing = header.get("input_change_ns")  # CPU: the input changes between blocks
+    if isinstance(changing, (int, float)) and not isinstance(changing, bool) and changing > 0:
+        # counted up to the blocks' own total: a report that hides time in it gains 2x at most
+        window_total_ms += min(float(changing), float(sum(blocks))) / 1e6
     if started_at is None:
         flags.append("timing_mismatch")
         reason = "the worker never announced the start of its timed runs"

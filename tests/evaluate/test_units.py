@@ -234,3 +234,24 @@ def test_library_gemm_calls_are_left_to_the_dynamic_check():
         "y = torch.empty_like(x.contiguous())", "x = self.lin(x) + 0 if False else self.lin(x)\n        y = torch.empty_like(x)")
     assert "torch_compute" not in _flags(src)
     assert "torch_compute" not in _flags(HONEST_C + "\ndef f(a, b):\n    return torch.mm(a, b) if a is None else a @ b\n")
+
+
+def test_input_changes_between_blocks_count_in_the_window_up_to_the_blocks_own_time():
+    blocks = [int(1e6)] * 50  # 50 ms of reported runs
+    header = {"block_ns": blocks, "calls_per_block": 3}
+    # the worker also spent 40 ms changing inputs between blocks: a 95 ms window is honest
+    assert "timing_mismatch" not in analyze({**header, "input_change_ns": int(40e6)}, started_at=0.0,
+                                            ended_at=0.095).flags
+    assert "timing_mismatch" in analyze(header, started_at=0.0, ended_at=0.2).flags  # 150 ms unaccounted
+    # claiming the missing time as input changes buys at most the blocks' own total
+    assert "timing_mismatch" in analyze({**header, "input_change_ns": int(500e6)}, started_at=0.0,
+                                        ended_at=0.2).flags
+
+
+def test_with_input_changes_a_block_calls_each_set_once_at_most():
+    from foundry.evaluate.cpu_timing import MAX_CHANGED_BLOCKS, plan_blocks
+    params = {"block_ms": 10.0, "min_calls": 20, "min_ms": 200.0, "max_calls": 100000}
+    assert plan_blocks(10e3, params) == (1000, 20)  # 10 us calls: blocks of 1000 calls on the same sets
+    per_block, n_blocks = plan_blocks(10e3, params, max_per_block=3)
+    assert per_block == 3 and n_blocks == min(MAX_CHANGED_BLOCKS, 6667)
+    assert plan_blocks(20e6, params, max_per_block=3) == (1, 20)  # 20 ms calls: one a block already
