@@ -149,7 +149,7 @@ class Supervisor:
         (at most DEVICE_FACTS_S, never past the budget); {} when it does not answer."""
         first = next(iter(self.evaluators.values()), None)
         facts = _get(first.device_facts.remote(), timeout=self._left(DEVICE_FACTS_S)) if first is not None else None
-        if not facts:
+        if facts is None:
             log.warning("the prompts go without a hardware section: the first evaluator did not describe its device")
         return dict(facts or {})
 

@@ -1,6 +1,7 @@
-"""The baseline cache: eager and torch.compile times per task source + sizes, device,
-hardware, thread count, torch version and torch.compile mode, on disk (one small JSON file per key); and
-reading a baseline job's outcome into a `Baseline`."""
+"""The baseline cache: eager and torch.compile times (and on a GPU what each one's forward
+launched) per task source + sizes, device, hardware, thread count, torch version,
+torch.compile mode and timing protocol, on disk (one small JSON file per key); and reading
+a baseline job's outcome into a `Baseline`."""
 
 from __future__ import annotations
 
@@ -27,11 +28,16 @@ class Baseline:
     compile_kernels: dict | None = None
 
 
+# the timing protocol the cached times were measured under: 2 counts a launch-bound GPU call
+# at its back-to-back time and calls each CPU input set once per block; a change measures again
+TIMING_PROTOCOL = 2
+
+
 def baseline_key(task: Task, *, device: str, hardware: str, threads: int, compile_mode: str = "default") -> str:
-    """The cache key of a task's baselines (torch.compile's default mode keeps the key it
-    always had; another mode is a key of its own)."""
+    """The cache key of a task's baselines (a torch.compile mode other than the default is
+    a key of its own)."""
     parts = (task.source, json.dumps(task.size_overrides, sort_keys=True, default=str), device, hardware,
-             str(threads), torch.__version__)
+             str(threads), torch.__version__, f"timing protocol {TIMING_PROTOCOL}")
     return content_hash(*parts) if compile_mode == "default" else content_hash(*parts, f"mode={compile_mode}")
 
 

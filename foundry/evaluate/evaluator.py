@@ -631,8 +631,6 @@ class Evaluator:
 
     def _cached_baseline(self, key: str) -> Baseline | None:
         cached = self._baselines.get(key)
-        if cached and self.config.device == "cuda" and cached.eager_kernels is None:
-            return None  # measured before baselines were profiled: once more, with the profile
         if cached and cached.eager_ms and (cached.compile_ms or cached.error or not self.config.compile_baseline):
             return cached
         return None

@@ -99,8 +99,8 @@ def _tuning_lines(tuning: Any) -> str:
             timed.append((float(ms), f"- {setting}: {float(ms):.4g} ms"))
         else:
             try:
-                where = Stage(int(rec.get("stage", -1))).label
-            except ValueError:
+                where = Stage.parse(rec.get("stage")).label
+            except (KeyError, ValueError):  # a stage missing, None or out of the ladder
                 where = "?"
             error = " ".join(str(rec.get("error") or "").split())[:160]
             failed.append(f"- {setting}: failed ({where}){': ' + error if error else ''}")

@@ -180,15 +180,3 @@ def _annotate(res: EvalResult, records: list, status: str, parts: dict | None = 
     if parts:
         metrics["tuning_parts_s"] = dict(parts)
     return dataclasses.replace(res, metrics=metrics)
-
-
-def format_records(records, *, limit: int = 12) -> str:
-    """A short text table of tuning timings (for an LLM prompt)."""
-    rows = sorted(records, key=lambda r: (not r.correct, r.runtime_ms or float("inf")))[:limit]
-    lines = ["params | correct | runtime_ms | speedup_eager"]
-    for r in rows:
-        p = ", ".join(f"{k}={v}" for k, v in sorted(r.params.items()))
-        rt = f"{r.runtime_ms:.4f}" if r.runtime_ms is not None else "-"
-        sp = f"{r.speedup_eager:.2f}x" if r.speedup_eager is not None else "-"
-        lines.append(f"{p} | {'yes' if r.correct else 'no: ' + r.error[:60]} | {rt} | {sp}")
-    return "\n".join(lines)

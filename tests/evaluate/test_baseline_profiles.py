@@ -83,3 +83,22 @@ def test_one_line_on_a_baseline():
     one = {"kernels": 1, "launches": 1, "kernel_times_us": [["softmax_kernel", 812.0, 1]]}
     assert baseline_line(one) == "1 launch of 1 kernel, the slowest softmax_kernel (812 us)"
     assert baseline_line({"error": "x"}) == ""
+
+
+def test_a_baseline_jobs_outcome_carries_each_forwards_kernels():
+    from foundry.evaluate.baselines import baseline_from
+    from foundry.evaluate.phases import PhaseTimes
+    from foundry.evaluate.sandbox import JobOutcome, Message
+    compiled = {"kernels": 1, "launches": 1, "kernel_times_us": [["triton_poi_fused_relu_0", 20.0, 1]]}
+
+    def timed(which, at, kernels):
+        header = {"kind": "baseline", "which": which, "block_ns": [int(2e6)] * 5, "calls_per_block": 1,
+                  **({"kernels": kernels} if kernels else {})}
+        return [Message({"kind": "timing_start"}, [], at), Message({"kind": "timing_end"}, [], at + 0.0101),
+                Message(header, [], at + 0.0102)]
+    out = JobOutcome(messages=timed("eager", 1.0, EAGER) + timed("compile", 2.0, compiled), started_at=0.5)
+    b = baseline_from(out, PhaseTimes())
+    assert b.eager_ms == 2.0 and b.compile_ms == 2.0 and not b.error
+    assert b.eager_kernels == EAGER and b.compile_kernels == compiled
+    plain = baseline_from(JobOutcome(messages=timed("eager", 1.0, None), started_at=0.5), PhaseTimes())
+    assert plain.eager_ms == 2.0 and plain.eager_kernels is None  # a CPU baseline: no profile

@@ -1,9 +1,9 @@
-"""The torch.compile baseline's mode: carried by the baseline job, and a cache key of its own
-(the default mode keeps the key it always had, so caches made before stay valid)."""
+"""The torch.compile baseline's mode: carried by the baseline job, and a cache key of its own;
+and the timing protocol in every key (times measured under another are measured again)."""
 
 from __future__ import annotations
 
-from foundry.evaluate.baselines import baseline_key
+from foundry.evaluate.baselines import TIMING_PROTOCOL, baseline_key
 from foundry.evaluate.job import Job, TaskSpec, TrialSpec
 from foundry.types import Task, content_hash
 
@@ -14,12 +14,13 @@ def _task() -> Task:
     return Task(task_id="t", path="/t.py", source="x = 1")
 
 
-def test_each_mode_has_its_own_key_and_the_default_keeps_the_old_one():
+def test_each_mode_and_each_timing_protocol_has_its_own_key():
     keys = {mode: baseline_key(_task(), device="cuda", hardware="H200", threads=1, compile_mode=mode)
             for mode in ("default", "max-autotune", "reduce-overhead")}
     assert len(set(keys.values())) == 3
-    old = content_hash("x = 1", "{}", "cuda", "H200", "1", torch.__version__)
-    assert keys["default"] == old == baseline_key(_task(), device="cuda", hardware="H200", threads=1)
+    assert keys["default"] == baseline_key(_task(), device="cuda", hardware="H200", threads=1)
+    before = content_hash("x = 1", "{}", "cuda", "H200", "1", torch.__version__)  # the key before protocol 2
+    assert TIMING_PROTOCOL == 2 and before not in keys.values()
 
 
 def test_the_baseline_job_carries_the_mode():

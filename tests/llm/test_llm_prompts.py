@@ -43,7 +43,8 @@ def _request(task, mode, backend="c", **kw):
                  "tuning": [{"params": {"BLOCK": 128}, "correct": True, "runtime_ms": 0.040, "stage": 5},
                             {"params": {"BLOCK": 512}, "correct": False, "runtime_ms": None, "stage": 4,
                              "error": "output differs\n  at [3, 7]"},
-                            {"params": {"BLOCK": 256}, "correct": True, "runtime_ms": 0.031, "stage": 5}],
+                            {"params": {"BLOCK": 256}, "correct": True, "runtime_ms": 0.031, "stage": 5},
+                            {"params": {"BLOCK": 64}, "correct": False, "runtime_ms": None, "stage": None}],
                  "tuning_status": "screened", "tuning_parts_s": {"screen_s": 1.5, "finalists": 1}})
     insp = Candidate.make(task_id=task.task_id, source=PARENT_SOURCE + "\n# inspiration\n",
                           backend=backend)
@@ -108,7 +109,7 @@ def test_optimize_prompt_carries_parent_results_profile_and_tuning(relu_task):
     # the judge's bookkeeping stays out of the prompt
     assert "phases" not in text and "worker_wall_s" not in text and "lane" not in text.lower().replace("plane", "")
     # tuning: one setting a line, the fastest first, then the failed; no bookkeeping
-    assert '- {"BLOCK": 256}: 0.031 ms\n- {"BLOCK": 128}: 0.04 ms\n- {"BLOCK": 512}: failed (value): output differs at [3, 7]' in text
+    assert '- {"BLOCK": 256}: 0.031 ms\n- {"BLOCK": 128}: 0.04 ms\n- {"BLOCK": 512}: failed (value): output differs at [3, 7]\n- {"BLOCK": 64}: failed (?)' in text
     assert "tuning_parts_s" not in text and "screen_s" not in text and "tuning_status" not in text
     assert "<<<<<<< SEARCH" in text and "What went wrong" not in text
 
