@@ -183,6 +183,11 @@ def profile_kernels(fn: Callable[[], Any], *, runs: int = 1) -> list[KernelRun]:
     return [KernelRun(n, v[0], int(v[1])) for n, v in sorted(totals.items())]
 
 
+def kernel_times_us(runs: Iterable[KernelRun], *, limit: int) -> list:
+    """[name, device microseconds, launches] of each kernel, the slowest first."""
+    return [[r.name[:120], round(r.time_us, 2), r.count] for r in sorted(runs, key=lambda r: -r.time_us)][:limit]
+
+
 _GLOBAL_NAME = re.compile(r"__global__\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?void\s+"
                           r"(?:__launch_bounds__\s*\([^)]*\)\s*)?([A-Za-z_]\w*)")
 _TRITON_NAME = re.compile(r"@triton\.jit[^\n]*\n(?:\s*@[^\n]*\n)*\s*def\s+([A-Za-z_]\w*)")
@@ -327,8 +332,7 @@ class CudaDevice:
         runs = profile_kernels(call)
         return {"kernels": len(runs), "launches": sum(r.count for r in runs),
                 "device_us": round(sum(r.time_us for r in runs), 2),
-                "kernel_times_us": [[r.name[:120], round(r.time_us, 2), r.count]
-                                    for r in sorted(runs, key=lambda r: -r.time_us)][:8]}
+                "kernel_times_us": kernel_times_us(runs, limit=8)}
 
     def profiled_call(self, call, *, source: str, backend: str) -> tuple:
         """Run `call()` once under the profiler: (its output, a report of the kernels that
@@ -340,6 +344,5 @@ class CudaDevice:
                   "own_time_fraction": round(chk.own_time_fraction, 4),
                   "kernels": [r.name[:120] for r in runs][:12], "kernel_note": chk.note,
                   # the slowest first: [name, device microseconds, launches]
-                  "kernel_times_us": [[r.name[:120], round(r.time_us, 2), r.count]
-                                      for r in sorted(runs, key=lambda r: -r.time_us)][:12]}
+                  "kernel_times_us": kernel_times_us(runs, limit=12)}
         return box[0], report

@@ -93,7 +93,7 @@ def _tuning_lines(tuning: Any) -> str:
         if not isinstance(rec, Mapping) or not isinstance(rec.get("params"), Mapping):
             other.append(f"- {_value(rec)}")
             continue
-        ms = rec.get("runtime_ms", rec.get("ms"))
+        ms = rec.get("runtime_ms")
         setting = json.dumps(dict(rec["params"]), sort_keys=True)
         if rec.get("correct", True) and isinstance(ms, (int, float)):
             timed.append((float(ms), f"- {setting}: {float(ms):.4g} ms"))
