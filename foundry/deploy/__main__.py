@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         model, _ = load_spec(args.spec)
         deployed = deploy(model, args.run_dir, tasks_dir=args.tasks, check_speed=not args.no_speed_check)
         info = deployed.foundry_deploy
-        print(f"{type(model).__name__}: {len(info.swapped)} region occurrence(s) swapped in from {info.run_dir}")
+        into = {"modules": " (into the model's own submodules)", "graph": " (into the captured graph)"}.get(info.form, "")
+        print(f"{type(model).__name__}: {len(info.swapped)} region occurrence(s) swapped in from {info.run_dir}{into}")
         for task_id, modules, op in info.swapped:
             print(f"  {task_id:<28} {', '.join(modules) or '(model)'}  ->  {op}")
         for task_id, modules, speed in info.speeds:

@@ -3,30 +3,37 @@ correct and faster than eager swapped in.
 
 The model is captured again the way extraction captured it (same method, on inputs drawn
 like the manifest's example inputs, or on `example_inputs`), split by the same code, and
-each region whose structure key has a deployable kernel becomes a custom op
-(foundry.deploy.region_op) in the returned GraphModule. Every kernel is checked against
-its region's original code on the values the region sees in this capture before it goes
-in; one that differs is passed over (and said so in `gm.foundry_deploy`), and so, with
-`check_speed` (the default), is one that is not faster than the region's own code timed
-beside it in this process on those values (foundry.deploy.speed: the run's speedup rests
-on an eager baseline timed once, at another moment). With `check_speed`, the whole
-rewritten model is then timed beside the original on the same inputs, and where it is not
-faster the original model comes back instead (a kernel faster on its own can still lose in
-the model: the captured graph runs ops the module did not, and each swapped region adds
-its launch). Where nothing is swapped in, the original model comes back. Either way the
-returned model's `foundry_deploy` says what happened. Gradients flow through the regions'
-original code (foundry.deploy.region_op)."""
+each region whose structure key has a deployable kernel gets a custom op
+(foundry.deploy.region_op). Every kernel is checked against its region's original code on
+the values the region sees in this capture before it goes in; one that differs is passed
+over (and said so in `.foundry_deploy`), and so, with `check_speed` (the default), is one
+that is not faster than the region's own code timed beside it in this process on those
+values (foundry.deploy.speed: the run's speedup rests on an eager baseline timed once, at
+another moment).
+
+A region that is exactly one submodule's forward goes into a copy of the user's own model
+that shares its tensors (foundry.deploy.module_swap): the rest of the model keeps running
+the user's code. Where any region spans modules, the captured GraphModule with every
+region replaced by its op is the other form. With `check_speed`, each form is timed beside
+the original on the same inputs and the fastest comes back, or the original model where
+none is faster (a kernel faster on its own can still lose in the model: the captured graph
+runs ops the module did not, and each swapped region adds its launch); without it, the
+form holding every kernel. Where nothing is swapped in, the original model comes back.
+Either way the returned model's `foundry_deploy` says what happened. Gradients flow
+through the regions' original code (foundry.deploy.region_op)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.fx as fx
 import torch.nn as nn
 
 from foundry.deploy.kernel import load_kernel
+from foundry.deploy.module_swap import ModuleSite, exact_module, module_site, share_clone, swap_forward
 from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, register_region_op, same_results
 from foundry.deploy.rewrite import replace_region
 from foundry.deploy.runinfo import read_run
@@ -35,7 +42,7 @@ from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
 from foundry.extract.observe import observe
 from foundry.extract.spec import check_runs, checked_model
-from foundry.extract.split import param_tensor, split
+from foundry.extract.split import Region, param_tensor, split
 from foundry.extract.subgraph import region_arguments, region_module
 from foundry.extract.values import make_tensor
 from foundry.tasks.loader import load_task
@@ -55,6 +62,11 @@ class DeployInfo:
     speeds: tuple = ()  # (task id, module paths, SideBySide) per occurrence timed (check_speed)
     model_speed: SideBySide | None = None  # the rewritten model timed beside the original (check_speed)
     original_kept: str = ""  # why the original model came back instead of the rewritten one ("": it did not)
+    form: str = ""  # FORM_MODULES or FORM_GRAPH: what the returned model is ("": the original)
+
+
+FORM_MODULES = "modules"  # a copy of the user's model, swapped submodules' forwards running the kernels
+FORM_GRAPH = "graph"  # the captured GraphModule, its regions replaced by custom-op calls
 
 
 def example_inputs_of(manifest, device: str | None = None) -> tuple:
@@ -74,8 +86,8 @@ def _occurrence_of(entry, region):
 
 def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
            tasks_dir: str | Path | None = None, check_speed: bool = True) -> nn.Module:
-    """The model as a GraphModule with the run's kernels swapped in, or the original model
-    where that would not be faster (see the module doc); `.foundry_deploy` of what comes back
+    """The model with the run's kernels swapped in (a copy of it, or its captured
+    GraphModule), or the original model where that would not be faster (see the module doc); `.foundry_deploy` of what comes back
     is a DeployInfo. Raises UserModelError for a run directory made for another model or a
     kernel whose shapes no longer match."""
     if not isinstance(model, nn.Module):
@@ -92,8 +104,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     regions = split(gm, obs)
     entries = {r.key: r for r in manifest.regions}
     kernels = {k.task_id: k for k in run.kernels}
-    swapped, passed = [], list(run.passed_over)
-    dispatches, chosen, speeds = [], [], []
+    passed = list(run.passed_over)
+    chosen, speeds = [], []
     found = set()
     for region in regions:
         entry = entries.get(region.key)
@@ -131,30 +143,76 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
                                               f"{best.speedup_eager:.3g}x)"))
                 continue
         op = register_region_op(dispatch)
-        chosen.append((region, region_call(op, dispatch)))
-        dispatches.append(dispatch)
-        swapped.append((entry.task_id, tuple(occ.modules), str(op)))
-    renamed: dict = {}
-    for region, op in chosen:
-        replace_region(gm, region, op, renamed)
+        path = exact_module(gm, region)
+        site = module_site(model, path, region, list(args), fallback, inputs) if path else None
+        chosen.append(Swap(region=region, call=region_call(op, dispatch), dispatch=dispatch, site=site,
+                           record=(entry.task_id, tuple(occ.modules), str(op))))
     for entry in manifest.regions:
         if entry.task_id in kernels and entry.task_id not in found:
             passed.append((entry.task_id, "its region is not in the model as captured now"))
-    gm.graph.lint()
-    gm.recompile()
-    info = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=tuple(swapped),
-                      passed_over=tuple(passed), dispatches=tuple(dispatches), speeds=tuple(speeds))
-    if not swapped:
+    info = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=(), passed_over=tuple(passed),
+                      dispatches=(), speeds=tuple(speeds))
+    if not chosen:
         return _original(model, info, "no kernel went in")
-    if check_speed:
-        speed = time_model(gm, model, inputs, dispatches=dispatches, device=str(inputs[0].device))
-        info = replace(info, model_speed=speed)
-        if not speed.faster:
-            return _original(model, info, f"the model with the kernels swapped in was not faster than the original "
-                                          f"({speed.swapped_ms:.4g} ms vs {speed.original_ms:.4g} ms, timed side by "
-                                          f"side)")
-    gm.foundry_deploy = info
-    return gm
+    forms = _forms(model, gm, chosen)
+    if not check_speed:
+        deployed, form, swaps = forms[0]
+        return _deployed(deployed, info, form, swaps, chosen)
+    timed = []
+    for deployed, form, swaps in forms:
+        speed = time_model(deployed, model, inputs, dispatches=[s.dispatch for s in swaps],
+                           device=str(inputs[0].device))
+        timed.append((speed, deployed, form, swaps))
+    speed, deployed, form, swaps = min(timed, key=lambda t: t[0].swapped_ms)
+    if not speed.faster:
+        info = replace(info, swapped=tuple(s.record for s in chosen), model_speed=speed)
+        return _original(model, info, f"the model with the kernels swapped in was not faster than the original "
+                                      f"({speed.swapped_ms:.4g} ms vs {speed.original_ms:.4g} ms, timed side by "
+                                      f"side)")
+    return _deployed(deployed, replace(info, model_speed=speed), form, swaps, chosen)
+
+
+@dataclass(frozen=True)
+class Swap:
+    """One region occurrence going in: its region, the call standing for it, its dispatch,
+    the submodule it is exactly (None: it spans or shares modules) and its DeployInfo record."""
+
+    region: Region
+    call: Callable
+    dispatch: RegionDispatch
+    site: ModuleSite | None
+    record: tuple
+
+
+def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list) -> list:
+    """The deployed models to choose from, as (model, form, swaps), the one with every
+    swap first: the user's own modules (a copy sharing its tensors) with the module-exact
+    swaps in, and, where any swap is not module-exact, the captured graph with all in."""
+    forms = []
+    exact = [s for s in chosen if s.site is not None]
+    if exact:
+        own = share_clone(model)
+        for s in exact:
+            swap_forward(own, s.site, s.call, s.dispatch)
+        forms.append((own, FORM_MODULES, exact))
+    if len(exact) < len(chosen):
+        renamed: dict = {}
+        for s in chosen:
+            replace_region(gm, s.region, s.call, renamed)
+        gm.graph.lint()
+        gm.recompile()
+        forms.insert(0, (gm, FORM_GRAPH, chosen))
+    return forms
+
+
+def _deployed(deployed: nn.Module, info: DeployInfo, form: str, swaps: list, chosen: list) -> nn.Module:
+    left = [s for s in chosen if s not in swaps]
+    passed = info.passed_over + tuple((task_id, f"not one submodule's forward, and the model with the other "
+                                                f"kernels in its own modules was faster; at {', '.join(mods)}")
+                                      for task_id, mods, _ in (s.record for s in left))
+    deployed.foundry_deploy = replace(info, form=form, swapped=tuple(s.record for s in swaps),
+                                      dispatches=tuple(s.dispatch for s in swaps), passed_over=passed)
+    return deployed
 
 
 def _original(model: nn.Module, info: DeployInfo, why: str) -> nn.Module:

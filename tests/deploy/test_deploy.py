@@ -97,7 +97,7 @@ def test_best_kernel_runs_as_a_custom_op(mlp_run):
     model, inputs, _, run, task_id = mlp_run
     gm = deploy(model, run, example_inputs=inputs, check_speed=False)
     info = gm.foundry_deploy
-    assert isinstance(info, DeployInfo)
+    assert isinstance(info, DeployInfo) and info.form == "graph"  # each region spans fc1 and act
     assert [(t, m) for t, m, _ in info.swapped] == [(task_id, ("blocks.0.fc1", "blocks.0.act")),
                                                     (task_id, ("blocks.1.fc1", "blocks.1.act"))]
     assert len(re.findall(r"foundry_r02_linear_gelu_\d+\(", gm.code)) == 2
@@ -294,3 +294,89 @@ def test_eager_inference_skips_the_custom_op_layers(mlp_run):
     x = inputs[0].clone().requires_grad_()
     assert op_events(lambda: gm(x)) == 2
     assert [d.kernel_calls for d in gm.foundry_deploy.dispatches] == [2, 2]
+
+
+# The tanh-form GELU of GeluNet's `act` submodule, in C: a region that is exactly one
+# submodule's forward, so it goes into the user's own model rather than the captured graph.
+TANH_GELU_KERNEL = '''
+import torch
+import torch.nn as nn
+from foundry.kernels import c
+
+PARAMS = {"UNROLL": 1}
+
+SRC = r"""
+#include <math.h>
+#include <stdint.h>
+void gelu(const float* x, float* y, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float v = x[i];
+        y[i] = 0.5f * v * (1.0f + tanhf(0.7978845608f * (v + 0.044715f * v * v * v)));
+    }
+}
+"""
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lib = c.build(SRC)
+
+    def forward(self, x0):
+        x0 = x0.contiguous()
+        y = torch.empty_like(x0)
+        self.lib.gelu(x0, y, x0.numel())
+        return y
+'''
+
+
+@pytest.fixture(scope="module")
+def gelu_net_run(tmp_path_factory):
+    model, inputs = _models().build_gelu_net()
+    tasks = tmp_path_factory.mktemp("gelu_tasks")
+    manifest = extract(model, inputs, tasks)
+    task_id = next(r.task_id for r in manifest.regions if r.label == "mul_pow_add_tanh")
+    run = make_run(tmp_path_factory.mktemp("gelu_run"), tasks, task_id, TANH_GELU_KERNEL, speedup=2.0)
+    return model, inputs, run, task_id
+
+
+def test_a_region_that_is_one_submodule_goes_into_the_users_own_model(gelu_net_run):
+    model, inputs, run, task_id = gelu_net_run
+    deployed = deploy(model, run, example_inputs=inputs, check_speed=False)
+    info = deployed.foundry_deploy
+    assert info.form == "modules" and [(t, m) for t, m, _ in info.swapped] == [(task_id, ("act",))]
+    assert isinstance(deployed, type(model)) and deployed is not model
+    assert type(deployed.act).__name__ == "DeployedTanhGelu" and type(model.act).__name__ == "TanhGelu"
+    assert not hasattr(model, "foundry_deploy")  # the user's model is left as it was
+    assert deployed.fc.weight is model.fc.weight  # shared, not copied
+    assert [n for n, _ in deployed.named_parameters()] == [n for n, _ in model.named_parameters()]
+    with torch.no_grad():
+        torch.testing.assert_close(deployed(*inputs), model(*inputs))
+    assert [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] == [(1, 0)]
+    x = torch.randn(3, 16)  # a batch size the search did not see: the submodule's own forward
+    with torch.no_grad():
+        assert torch.equal(deployed(x), model(x))
+    assert [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] == [(1, 1)]
+
+
+def test_a_swapped_submodule_traces_under_torch_compile_and_export(gelu_net_run):
+    model, inputs, run, _ = gelu_net_run
+    deployed = deploy(model, run, example_inputs=inputs, check_speed=False)
+    compiled = torch.compile(deployed, backend="aot_eager", fullgraph=True)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(*inputs), model(*inputs))
+    assert deployed.foundry_deploy.dispatches[0].kernel_calls >= 1
+    program = torch.export.export(deployed, inputs)
+    assert sum("foundry_deploy" in str(n.target) for n in program.graph.nodes) == 1
+
+
+def test_a_swapped_submodule_that_is_not_faster_gives_the_original_back(gelu_net_run, monkeypatch):
+    import foundry.deploy.api as api
+    from foundry.deploy.speed import SideBySide
+    model, inputs, run, task_id = gelu_net_run
+    monkeypatch.setattr(api, "time_region", lambda dispatch, args, device: SideBySide(1.0, 2.0))
+    monkeypatch.setattr(api, "time_model", lambda *a, **k: SideBySide(swapped_ms=2.5, original_ms=2.0))
+    kept = deploy(model, run, example_inputs=inputs)
+    assert kept is model and kept.foundry_deploy.form == "" and not kept.foundry_deploy.swapped
+    assert any(t == task_id and "not faster than the original" in why for t, why in kept.foundry_deploy.passed_over)
+    del model.foundry_deploy

@@ -113,3 +113,28 @@ def build_mlp_bf16():
     """build_mlp in bfloat16."""
     model, (x,) = build_mlp()
     return model.to(torch.bfloat16), (x.to(torch.bfloat16),)
+
+
+class TanhGelu(nn.Module):
+    """GELU in tanh form written out, as GPT-2's activation module is: a region that is
+    exactly one submodule's forward."""
+
+    def forward(self, x):
+        return 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3))))
+
+
+class GeluNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(16, 16)
+        self.act = TanhGelu()
+        self.norm = nn.LayerNorm(16)
+
+    def forward(self, x):
+        h = self.act(self.fc(x).unflatten(-1, (2, 8))).flatten(-2)
+        return self.norm(h + x)
+
+
+def build_gelu_net():
+    torch.manual_seed(0)
+    return GeluNet().eval(), (torch.randn(8, 16),)
