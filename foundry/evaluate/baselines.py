@@ -81,13 +81,13 @@ def baseline_from(out: Any, phases: PhaseTimes) -> Baseline:
             which = "eager" if m.header.get("which") == "eager" else "compile"
             phases.add(f"baseline_{which}", m.at - last)
             last = m.at
-            if isinstance(m.header.get("kernels"), dict):
-                kernels[which] = m.header["kernels"]
             if which == "eager":
                 eager = v.runtime_ms
             else:
                 compiled = v.runtime_ms
                 compile_s = m.header.get("compile_s")
+        elif kind == "baseline_kernels":  # profiled after both timed runs
+            kernels = {w: m.header[w] for w in ("eager", "compile") if isinstance(m.header.get(w), dict)}
     errors = out.of_kind("error")
     err = str(errors[0].header.get("error", "")) if errors else ("" if eager else out.exit_text())
     return Baseline(eager_ms=eager, compile_ms=compiled, compile_s=compile_s, error=err,

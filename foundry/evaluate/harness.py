@@ -317,8 +317,9 @@ class Worker:
 
     def run_baseline(self) -> None:
         """Eager, then torch.compile: each timed with the device to itself (the go of an
-        idle), the compile in between without it; on a GPU each also profiled once before
-        its timed runs (its kernels go with its time)."""
+        idle), the compile in between without it; on a GPU both are then profiled once,
+        after every timed run (a profiler session leaves the process's later launches
+        slower), and their kernels sent in one "baseline_kernels" message."""
         module = self.variants[0]["module"]
         seed_everything(self.job.init_seed)
         model = self.device.to_device(module.Model(*self.variants[0]["init"]))
@@ -326,8 +327,9 @@ class Worker:
         timing = self.job.timing
         if not self.wait_go():
             return
-        self.time_model(model, timing, kind="baseline", extra={"which": "eager", **self.profile_baseline(model)})
+        self.time_model(model, timing, kind="baseline", extra={"which": "eager"})
         self.wait_go()
+        forwards = {"eager": model}
         if self.job.compile_baseline:
             t0 = self.clock()
             mode = self.job.compile_mode
@@ -337,22 +339,25 @@ class Worker:
             compile_s = (self.clock() - t0) / 1e9
             if not self.wait_go():
                 return
-            self.time_model(compiled, timing, kind="baseline",
-                            extra={"which": "compile", "compile_s": compile_s, **self.profile_baseline(compiled)})
+            self.time_model(compiled, timing, kind="baseline", extra={"which": "compile", "compile_s": compile_s})
             self.wait_go()
+            forwards["compile"] = compiled
+        kernels = {which: self.profile_baseline(fn) for which, fn in forwards.items()}
+        if any(v is not None for v in kernels.values()):
+            self.send({"kind": "baseline_kernels", **{k: v for k, v in kernels.items() if v is not None}})
 
-    def profile_baseline(self, model) -> dict:
-        """{"kernels": what one forward of `model` launched} where the device can say
-        (a GPU), else {}; a failed profile is a note, never the baseline's failure."""
+    def profile_baseline(self, model) -> dict | None:
+        """What one forward of `model` launched, where the device can say (a GPU), else
+        None; a failed profile is a note ({"error": ...}), never the baseline's failure."""
         summary = getattr(self.device, "kernel_summary", None)
         if summary is None:
-            return {}
+            return None
         inputs = self.fresh_inputs(self.job.timing.sets[0])
         try:
             with torch.no_grad():
-                return {"kernels": summary(lambda: model(*inputs))}
+                return summary(lambda: model(*inputs))
         except Exception as e:  # noqa: BLE001 - a report
-            return {"kernels": {"error": f"{type(e).__name__}: {e}"[:200]}}
+            return {"error": f"{type(e).__name__}: {e}"[:200]}
 
 
 RUNS = {"candidate": Worker.run_candidate, "baseline": Worker.run_baseline, "screen": run_screen}

@@ -20,6 +20,9 @@ def worker_env(device: str, *, threads: int, tf32: str = "off") -> dict[str, str
             "CUBLAS_WORKSPACE_CONFIG": ":4096:8",
             # never NVLink multicast (it can take a shared host's GPUs down)
             "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+            # CUPTI finalized when a profiler session ends: left attached, it slows every later
+            # launch of the process (a trial profiled before the timed runs would be judged slower)
+            "TEARDOWN_CUPTI": "1",
             "FOUNDRY_TF32": tf32})
     else:
         raise ValueError(f"unknown device {device!r} (choose from cpu, cuda)")
