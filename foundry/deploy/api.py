@@ -33,7 +33,7 @@ import torch.fx as fx
 import torch.nn as nn
 
 from foundry.deploy.kernel import load_kernel
-from foundry.deploy.module_swap import ModuleSite, exact_module, module_site, share_clone, swap_forward
+from foundry.deploy.module_swap import exact_module, module_calls, module_site, share_clone, swap_forward
 from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, register_region_op, same_results
 from foundry.deploy.rewrite import replace_region
 from foundry.deploy.runinfo import read_run
@@ -143,9 +143,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
                                               f"{best.speedup_eager:.3g}x)"))
                 continue
         op = register_region_op(dispatch)
-        path = exact_module(gm, region)
-        site = module_site(model, path, region, list(args), fallback, inputs) if path else None
-        chosen.append(Swap(region=region, call=region_call(op, dispatch), dispatch=dispatch, site=site,
+        chosen.append(Swap(region=region, call=region_call(op, dispatch), dispatch=dispatch,
+                           path=exact_module(gm, region), fallback=fallback, args=tuple(args),
                            record=(entry.task_id, tuple(occ.modules), str(op))))
     for entry in manifest.regions:
         if entry.task_id in kernels and entry.task_id not in found:
@@ -154,7 +153,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
                       dispatches=(), speeds=tuple(speeds))
     if not chosen:
         return _original(model, info, "no kernel went in")
-    forms = _forms(model, gm, chosen)
+    forms = _forms(model, gm, chosen, inputs)
     if not check_speed:
         deployed, form, swaps = forms[0]
         return _deployed(deployed, info, form, swaps, chosen)
@@ -175,25 +174,30 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
 @dataclass(frozen=True)
 class Swap:
     """One region occurrence going in: its region, the call standing for it, its dispatch,
-    the submodule it is exactly (None: it spans or shares modules) and its DeployInfo record."""
+    the submodule it may be exactly, its original code and values, its DeployInfo record."""
 
     region: Region
     call: Callable
     dispatch: RegionDispatch
-    site: ModuleSite | None
+    path: str | None  # the submodule the region is exactly (exact_module), else None
+    fallback: fx.GraphModule  # the region's original code
+    args: tuple  # the values it sees in the model
     record: tuple
 
 
-def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list) -> list:
+def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, inputs: tuple) -> list:
     """The deployed models to choose from, as (model, form, swaps), the one with every
     swap first: the user's own modules (a copy sharing its tensors) with the module-exact
     swaps in, and, where any swap is not module-exact, the captured graph with all in."""
     forms = []
-    exact = [s for s in chosen if s.site is not None]
+    calls = module_calls(model, {s.path for s in chosen if s.path}, inputs)
+    sites = {id(s): module_site(s.path, calls[s.path], s.region, list(s.args), s.fallback)
+             for s in chosen if s.path}
+    exact = [s for s in chosen if sites.get(id(s)) is not None]
     if exact:
         own = share_clone(model)
         for s in exact:
-            swap_forward(own, s.site, s.call, s.dispatch)
+            swap_forward(own, sites[id(s)], s.call, s.dispatch)
         forms.append((own, FORM_MODULES, exact))
     if len(exact) < len(chosen):
         renamed: dict = {}

@@ -73,27 +73,36 @@ def _matches(got, want) -> bool:
             and compare(want, got, atol=None, rtol=None).ok)
 
 
-def module_site(model: nn.Module, path: str, region: Region, args: list, fallback: fx.GraphModule,
-                inputs: tuple) -> ModuleSite | None:
-    """The site where submodule `path` of `model` is called once per forward, with the
-    region's activations `args[:n]` as its only arguments, returning the region's outputs
-    (as `fallback` computes them on `args`); else None."""
+def module_calls(model: nn.Module, paths, inputs: tuple) -> dict:
+    """{path: [(args, kwargs, output), ...]}: every call of each submodule in `paths` during
+    one forward of `model` on `inputs`."""
+    calls: dict = {p: [] for p in paths}
+    handles = []
     try:
-        module = model.get_submodule(path)
-    except AttributeError:
-        return None
+        for path in calls:
+            try:
+                module = model.get_submodule(path)
+            except AttributeError:
+                continue
+            handles.append(module.register_forward_hook(
+                lambda m, a, kw, out, seen=calls[path]: seen.append((a, kw, out)), with_kwargs=True))
+        with torch.no_grad():
+            model(*inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return calls
+
+
+def module_site(path: str, calls: list, region: Region, args: list, fallback: fx.GraphModule) -> ModuleSite | None:
+    """The site where submodule `path`, called as `calls` record (module_calls), is called
+    once per forward with the region's activations `args[:n]` as its only arguments and
+    returns the region's outputs (as `fallback` computes them on `args`); else None."""
     names = []
     for p in region.params:
         if not p.startswith(path + "."):
             return None
         names.append(p[len(path) + 1:])
-    calls = []
-    handle = module.register_forward_hook(lambda m, a, kw, out: calls.append((a, kw, out)), with_kwargs=True)
-    try:
-        with torch.no_grad():
-            model(*inputs)
-    finally:
-        handle.remove()
     if len(calls) != 1:
         return None
     call_args, kwargs, out = calls[0]
@@ -110,16 +119,16 @@ def module_site(model: nn.Module, path: str, region: Region, args: list, fallbac
 
 def share_clone(model: nn.Module) -> nn.Module:
     """A copy of the module tree that shares every parameter and buffer (its own dicts of
-    them, so swapping a submodule in the copy leaves the original as it is)."""
+    them, so swapping a submodule in the copy leaves the original as it is; the tensors
+    are the same, so changing them in one, by `.to()` say, changes them in both)."""
     memo: dict = {}
 
     def clone(m: nn.Module) -> nn.Module:
         if id(m) in memo:
             return memo[id(m)]
         c = m.__class__.__new__(m.__class__)
-        c.__dict__ = dict(m.__dict__)
-        c._parameters = dict(m._parameters)
-        c._buffers = dict(m._buffers)
+        # its own dicts of parameters, buffers and hooks (the same tensors and hook functions)
+        c.__dict__ = {k: (v.copy() if isinstance(v, dict) and k.startswith("_") else v) for k, v in m.__dict__.items()}
         memo[id(m)] = c
         c._modules = {k: (clone(v) if v is not None else None) for k, v in m._modules.items()}
         return c

@@ -124,15 +124,18 @@ class TanhGelu(nn.Module):
 
 
 class GeluNet(nn.Module):
-    def __init__(self):
+    def __init__(self, twice: bool = False):
         super().__init__()
         self.fc = nn.Linear(16, 16)
         self.act = TanhGelu()
         self.norm = nn.LayerNorm(16)
+        self.twice = twice
 
     def forward(self, x):
-        h = self.act(self.fc(x).unflatten(-1, (2, 8))).flatten(-2)
-        return self.norm(h + x)
+        h = self.act(self.fc(x).unflatten(-1, (2, 8)))
+        if self.twice:  # the same submodule called again: neither call is all of it
+            h = self.act(h)
+        return self.norm(h.flatten(-2) + x)
 
 
 def build_gelu_net():
