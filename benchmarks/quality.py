@@ -199,13 +199,15 @@ def _environment(device: str) -> dict:
 def _ceilings(args: argparse.Namespace, worker: "Worker", deadlines: dict) -> DeviceCeilings:
     if args.bandwidth or args.flop_rate or args.h200_ceilings:
         base = DeviceCeilings()
-        return DeviceCeilings(args.bandwidth or base.bandwidth_bytes_per_s, args.flop_rate or base.flops_per_s,
-                              "given" if (args.bandwidth or args.flop_rate) else base.source)
+        return DeviceCeilings(bandwidth_bytes_per_s=args.bandwidth or base.bandwidth_bytes_per_s,
+                              flops_per_s=args.flop_rate or base.flops_per_s,
+                              source="given" if (args.bandwidth or args.flop_rate) else base.source)
     got = worker.run({"kind": "ceilings", "device": args.device}, deadlines)
     c = got["results"].get("ceilings")
     if not c or "error" in c:
         raise SystemExit(f"could not measure the device's ceilings: {got['error']}")
-    return DeviceCeilings(c["bandwidth_bytes_per_s"], c["flops_per_s"], c["source"])
+    return DeviceCeilings(bandwidth_bytes_per_s=c["bandwidth_bytes_per_s"], flops_per_s=c["flops_per_s"],
+                          half_flops_per_s=c["half_flops_per_s"], source=c["source"])
 
 
 def _measure(task: Task, worker: "Worker", args: argparse.Namespace, ceilings: DeviceCeilings,

@@ -201,7 +201,8 @@ def worker_main(conn, threads: int | None, lock) -> None:
             if job["kind"] == "ceilings":
                 c = measure_ceilings(job["device"])
                 conn.send(("result", "ceilings", {"bandwidth_bytes_per_s": c.bandwidth_bytes_per_s,
-                                                  "flops_per_s": c.flops_per_s, "source": c.source}))
+                                                  "flops_per_s": c.flops_per_s,
+                                                  "half_flops_per_s": c.half_flops_per_s, "source": c.source}))
             else:
                 _run_task(job, conn.send, lock)
         except Exception as e:  # noqa: BLE001 - reported to the parent, worker lives on

@@ -63,6 +63,7 @@ class HardwareInfo:
     cuda_version: str
     driver_version: str
     measured_at: str
+    bf16_matmul_flops_per_s: float | None = None  # measured (absent in descriptions cached before it was)
 
     @property
     def hardware_id(self) -> str:
@@ -130,15 +131,16 @@ def describe(*, device: int | None = None, measure: bool = True, refresh: bool =
     if not refresh and path.exists():
         try:
             data = json.loads(path.read_text())
-            if not measure or data.get("copy_bytes_per_s"):
+            if not measure or (data.get("copy_bytes_per_s") and data.get("bf16_matmul_flops_per_s")):
                 return HardwareInfo(**data)
         except (ValueError, TypeError):
             pass
-    copy_bps = flops = None
+    copy_bps = flops = half_flops = None
     if measure:
-        copy_bps, flops = _measure(dev)
+        copy_bps, flops, half_flops = _measure(dev)
     static.pop("uuid", None)
     info = HardwareInfo(**static, copy_bytes_per_s=copy_bps, fp32_matmul_flops_per_s=flops,
+                        bf16_matmul_flops_per_s=half_flops,
                         driver_version=_driver_version(),
                         measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
     tmp = path.with_suffix(f".tmp{os.getpid()}")
@@ -147,7 +149,7 @@ def describe(*, device: int | None = None, measure: bool = True, refresh: bool =
     return info
 
 
-def _measure(device: int) -> tuple[float, float]:
+def _measure(device: int) -> tuple[float, float, float]:
     import torch
 
     from foundry.tasks.roofline import measure_ceilings
@@ -158,7 +160,7 @@ def _measure(device: int) -> tuple[float, float]:
     finally:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
         torch.cuda.empty_cache()
-    return c.bandwidth_bytes_per_s, c.flops_per_s
+    return c.bandwidth_bytes_per_s, c.flops_per_s, c.half_flops_per_s
 
 
 def ceilings(info: HardwareInfo):
@@ -166,9 +168,11 @@ def ceilings(info: HardwareInfo):
     from foundry.tasks.roofline import DeviceCeilings
     if not info.copy_bytes_per_s or not info.fp32_matmul_flops_per_s:
         return DeviceCeilings()
+    half = {"half_flops_per_s": info.bf16_matmul_flops_per_s} if info.bf16_matmul_flops_per_s else {}
     return DeviceCeilings(bandwidth_bytes_per_s=info.copy_bytes_per_s,
-                          flops_per_s=info.fp32_matmul_flops_per_s,
-                          source=f"measured on {info.name} at {info.measured_at}")
+                          flops_per_s=info.fp32_matmul_flops_per_s, **half,
+                          source=f"measured on {info.name} at {info.measured_at}"
+                                 + ("" if half else " (bf16 matmul: the anchor)"))
 
 
 def roofline(task, info: HardwareInfo, *, overrides: Mapping[str, Any] | None = None):
@@ -191,7 +195,9 @@ def prompt_facts(info: HardwareInfo) -> dict[str, str]:
     }
     if info.copy_bytes_per_s and info.fp32_matmul_flops_per_s:
         facts["measured"] = (f"copy bandwidth {info.copy_bytes_per_s / 1e12:.2f} TB/s (read + write), "
-                             f"fp32 matmul {info.fp32_matmul_flops_per_s / 1e12:.1f} TFLOP/s (TF32 off)")
+                             f"fp32 matmul {info.fp32_matmul_flops_per_s / 1e12:.1f} TFLOP/s (TF32 off)"
+                             + (f", bf16 matmul {info.bf16_matmul_flops_per_s / 1e12:.0f} TFLOP/s"
+                                if info.bf16_matmul_flops_per_s else ""))
     facts["software"] = f"torch {info.torch_version}, CUDA {info.cuda_version}, driver {info.driver_version}"
     return facts
 

@@ -4,12 +4,14 @@ floor = max(minimum bytes / copy bandwidth, FLOPs / matmul FLOP rate), where min
 bytes = the inputs, the outputs and the parameters and buffers, each counted once, and
 FLOPs are what `torch.utils.flop_counter.FlopCounterMode` counts on the reference
 (matmuls, convolutions, attention; pointwise work is not counted, so the floor is a
-lower bound). The bandwidth counts bytes read plus written, as a device-to-device copy
+lower bound), at the fp32 matmul rate, or at the bf16 one where the task computes in
+16-bit floats (most of its floating-point inputs and parameters, by bytes). The bandwidth counts bytes read plus written, as a device-to-device copy
 measures it. The reference runs on the meta device where it can (no memory, no time),
 else on `fallback_device`.
 
 Defaults: the H200 figures measured for this project (copy 4.25 TB/s, fp32 matmul with
-TF32 off 51 TFLOP/s). `measure_ceilings(device)` measures another device's.
+TF32 off 51 TFLOP/s) and NVIDIA's published dense BF16 peak for it (989 TFLOP/s, not
+measured). `measure_ceilings(device)` measures another device's, bf16 included.
 """
 
 from __future__ import annotations
@@ -26,15 +28,22 @@ from foundry.types import Task
 
 H200_COPY_BYTES_PER_S = 4.25e12
 H200_FP32_FLOPS_PER_S = 51e12
+H200_BF16_FLOPS_PER_S = 989e12  # the published dense peak: the anchor where none was measured
+HALF = (torch.bfloat16, torch.float16)
 
 
 @dataclass(frozen=True)
 class DeviceCeilings:
-    """A device's copy bandwidth (bytes read + written per second) and FLOP rate."""
+    """A device's copy bandwidth (bytes read + written per second) and matmul FLOP rates
+    (fp32, and bf16 for tasks that compute in 16-bit floats)."""
 
     bandwidth_bytes_per_s: float = H200_COPY_BYTES_PER_S
     flops_per_s: float = H200_FP32_FLOPS_PER_S
-    source: str = "H200 anchors (copy 4.25 TB/s, fp32 matmul 51 TFLOP/s)"
+    source: str = "H200 anchors (copy 4.25 TB/s, fp32 matmul 51 TFLOP/s, bf16 dense peak 989 TFLOP/s)"
+    half_flops_per_s: float = H200_BF16_FLOPS_PER_S
+
+    def matmul_flops_per_s(self, *, half: bool) -> float:
+        return self.half_flops_per_s if half else self.flops_per_s
 
 
 @dataclass(frozen=True)
@@ -110,19 +119,28 @@ def count(model: torch.nn.Module, inputs: list[Any]) -> tuple[int, int]:
     return nbytes, int(counter.get_total_flops())
 
 
-def _build_and_count(task: Task, overrides: Mapping[str, Any] | None, device: str) -> tuple[int, int]:
+def computes_in_half(model: torch.nn.Module, inputs: list[Any]) -> bool:
+    """Most of the floating-point bytes of `inputs` and `model`'s parameters are bf16 or fp16."""
+    tensors = [x for x in list(inputs) + list(model.parameters()) if isinstance(x, torch.Tensor)
+               and x.is_floating_point()]
+    half = sum(x.numel() * x.element_size() for x in tensors if x.dtype in HALF)
+    return half * 2 > sum(x.numel() * x.element_size() for x in tensors)
+
+
+def _build_and_count(task: Task, overrides: Mapping[str, Any] | None, device: str) -> tuple[int, int, bool]:
     module = build_module(task, overrides)
     torch.manual_seed(0)
     with torch.device(device):
         model = module.Model(*module.get_init_inputs())
         inputs = list(module.get_inputs())
-    return count(model, inputs)
+    return (*count(model, inputs), computes_in_half(model, inputs))
 
 
-def floor_ms(*, min_bytes: int, flops: int, ceilings: DeviceCeilings) -> tuple[float, float, float]:
-    """(memory ms, compute ms, floor ms) for the given work on a device."""
+def floor_ms(*, min_bytes: int, flops: int, ceilings: DeviceCeilings, half: bool = False) -> tuple[float, float, float]:
+    """(memory ms, compute ms, floor ms) for the given work on a device (`half`: at its
+    bf16 matmul rate)."""
     memory_ms = min_bytes / ceilings.bandwidth_bytes_per_s * 1e3
-    compute_ms = flops / ceilings.flops_per_s * 1e3
+    compute_ms = flops / ceilings.matmul_flops_per_s(half=half) * 1e3
     return memory_ms, compute_ms, max(memory_ms, compute_ms)
 
 
@@ -135,19 +153,19 @@ def roofline_for_task(task: Task, *, ceilings: DeviceCeilings | None = None,
     instead, e.g. where running a full-size reference on the CPU would cost too much)."""
     ceilings = ceilings or DeviceCeilings()
     try:
-        nbytes, flops = _build_and_count(task, overrides, "meta")
+        nbytes, flops, half = _build_and_count(task, overrides, "meta")
         where = "meta"
     except Exception:  # noqa: BLE001 - meta cannot run every op; count on a real device
         if fallback_device is None:
             raise
-        nbytes, flops = _build_and_count(task, overrides, fallback_device)
+        nbytes, flops, half = _build_and_count(task, overrides, fallback_device)
         where = fallback_device
-    memory_ms, compute_ms, floor = floor_ms(min_bytes=nbytes, flops=flops, ceilings=ceilings)
+    memory_ms, compute_ms, floor = floor_ms(min_bytes=nbytes, flops=flops, ceilings=ceilings, half=half)
     return Roofline(task_id=task.task_id, min_bytes=nbytes, flops=flops, memory_ms=memory_ms,
                     compute_ms=compute_ms, floor_ms=floor,
                     bound="compute" if compute_ms > memory_ms else "memory",
                     bandwidth_bytes_per_s=ceilings.bandwidth_bytes_per_s,
-                    flops_per_s=ceilings.flops_per_s, counted_on=where)
+                    flops_per_s=ceilings.matmul_flops_per_s(half=half), counted_on=where)
 
 
 def _sync(device: torch.device) -> None:
@@ -170,7 +188,7 @@ def _best_seconds(fn, device: torch.device, repeats: int) -> float:
 def measure_ceilings(device: str | torch.device = "cpu", *, copy_bytes: int | None = None,
                      matmul_n: int | None = None, repeats: int = 5) -> DeviceCeilings:
     """Measure a device's copy bandwidth (a large tensor copy, bytes read + written) and
-    fp32 matmul FLOP rate (an n x n x n matmul), best of `repeats`."""
+    fp32 and bf16 matmul FLOP rates (an n x n x n matmul each), best of `repeats`."""
     dev = torch.device(device)
     gpu = dev.type == "cuda"
     copy_bytes = copy_bytes or (1 << 30 if gpu else 1 << 26)
@@ -179,9 +197,13 @@ def measure_ceilings(device: str | torch.device = "cpu", *, copy_bytes: int | No
     dst = torch.empty_like(src)
     copy_s = _best_seconds(lambda: dst.copy_(src), dev, repeats)
     del src, dst
-    a = torch.randn(n, n, device=dev)
-    b = torch.randn(n, n, device=dev)
-    mm_s = _best_seconds(lambda: torch.mm(a, b), dev, repeats)
+    rates = {}
+    for dtype in (torch.float32, torch.bfloat16):
+        a = torch.randn(n, n, device=dev, dtype=dtype)
+        b = torch.randn(n, n, device=dev, dtype=dtype)
+        rates[dtype] = 2 * n ** 3 / _best_seconds(lambda: torch.mm(a, b), dev, repeats)
+        del a, b
     name = torch.cuda.get_device_name(dev) if gpu else "cpu"
-    return DeviceCeilings(bandwidth_bytes_per_s=2 * copy_bytes / copy_s, flops_per_s=2 * n ** 3 / mm_s,
-                          source=f"measured on {name}: copy of {copy_bytes >> 20} MiB, {n}^3 fp32 matmul")
+    return DeviceCeilings(bandwidth_bytes_per_s=2 * copy_bytes / copy_s, flops_per_s=rates[torch.float32],
+                          half_flops_per_s=rates[torch.bfloat16],
+                          source=f"measured on {name}: copy of {copy_bytes >> 20} MiB, {n}^3 fp32 and bf16 matmuls")

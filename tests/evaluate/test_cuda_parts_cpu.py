@@ -3,11 +3,14 @@ timing config and statistics, Nsight Compute CSV parsing, hardware prompt text."
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from foundry.evaluate import cuda_device as cd
 from foundry.evaluate import cuda_timing as ct
 from foundry import hardware
+from foundry.tasks.roofline import DeviceCeilings
 
 
 @pytest.mark.parametrize("text,kind,sticky", [
@@ -129,6 +132,10 @@ def test_prompt_text_names_the_ceilings():
     assert cpu["device"].startswith("CPU ") and "2 thread(s) per candidate" in cpu["device"]
     c = hardware.ceilings(info)
     assert c.bandwidth_bytes_per_s == 4.1e12 and c.flops_per_s == 50.5e12
+    assert c.half_flops_per_s == DeviceCeilings().half_flops_per_s and "bf16 matmul: the anchor" in c.source
+    measured = hardware.ceilings(dataclasses.replace(info, bf16_matmul_flops_per_s=700e12))
+    assert measured.half_flops_per_s == 700e12 and "anchor" not in measured.source
+    assert "bf16 matmul 700 TFLOP/s" in hardware.prompt_facts(dataclasses.replace(info, bf16_matmul_flops_per_s=700e12))["measured"]
 
 
 def test_models_move_to_the_device_with_their_parameters():

@@ -176,6 +176,8 @@ def test_hardware_description_is_measured_and_cached(tmp_path, monkeypatch):
     info = hardware.describe()
     assert info.sm_count > 0 and info.l2_bytes > 0 and info.copy_bytes_per_s > 1e11
     assert info.fp32_matmul_flops_per_s > 1e12
+    assert info.bf16_matmul_flops_per_s > 4 * info.fp32_matmul_flops_per_s  # tensor cores
+    print("measured ceilings:", info.copy_bytes_per_s, info.fp32_matmul_flops_per_s, info.bf16_matmul_flops_per_s)
     again = hardware.describe()
     assert again == info  # from the cache file
     assert str(info.sm_count) in hardware.prompt_text(info)

@@ -49,6 +49,25 @@ def test_other_ceilings_and_the_floor_formula():
     assert roof.bandwidth_bytes_per_s == 1e9 and roof.floor_ms == pytest.approx(2 * 256 ** 3 / 1e9 * 1e3)
 
 
+def test_a_task_in_bfloat16_is_floored_at_the_bf16_matmul_rate(tmp_path):
+    path = tmp_path / "bf16_matmul.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\nN = 512\n\n"
+        "class Model(nn.Module):\n    def forward(self, a, b):\n        return a @ b\n\n"
+        "def get_inputs():\n    return [torch.randn(N, N, dtype=DTYPE), torch.randn(N, N, dtype=DTYPE)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    ceilings = DeviceCeilings(bandwidth_bytes_per_s=1e12, flops_per_s=1e12, half_flops_per_s=16e12, source="test")
+    text = path.read_text()
+    path.write_text("DTYPE = None\n" + text.replace("dtype=DTYPE", "dtype=torch.bfloat16"))
+    (half,) = load_suite(path=path, profile="full")
+    path.write_text("DTYPE = None\n" + text.replace("dtype=DTYPE", "dtype=torch.float32"))
+    (single,) = load_suite(path=path, profile="full")
+    h, s = roofline_for_task(half, ceilings=ceilings), roofline_for_task(single, ceilings=ceilings)
+    assert h.flops == s.flops == 2 * 512 ** 3
+    assert h.flops_per_s == 16e12 and s.flops_per_s == 1e12
+    assert h.compute_ms == pytest.approx(s.compute_ms / 16)
+
+
 def test_data_dependent_reference_falls_back_to_a_real_device(tmp_path):
     path = tmp_path / "nonzero_task.py"
     path.write_text(
@@ -64,8 +83,8 @@ def test_data_dependent_reference_falls_back_to_a_real_device(tmp_path):
 def test_measured_cpu_ceilings_are_plausible():
     c = measure_ceilings("cpu", copy_bytes=1 << 24, matmul_n=256, repeats=2)
     assert 1e8 < c.bandwidth_bytes_per_s < 1e12
-    assert 1e7 < c.flops_per_s < 1e13
-    assert "measured on cpu" in c.source
+    assert 1e7 < c.flops_per_s < 1e13 and 1e6 < c.half_flops_per_s < 1e14
+    assert "measured on cpu" in c.source and "bf16" in c.source
 
 
 def test_a_kernels_position_against_the_floor_and_its_diagnosis():
