@@ -7,7 +7,9 @@ Writes four GPT-2-sized task files (a bf16 and an fp32 addmm of 2048 x 768 @ 768
 bf16 and an fp32 tanh GELU of 2048 x 3072), asks an Evaluator for each task's eager
 baseline (its worker, its timing protocol; no torch.compile baseline), and times the same
 Model here with `foundry.extract.timing.interleaved_median_ms` (one synchronize per call,
-so small kernels read high here). One JSON line per task: both times and their ratio.
+so small kernels read high here) and with the judge's own `time_cuda` (its event median,
+host median and host overhead, back-to-back time, and which of them it would judge by).
+One JSON line per task: the times and the judge's ratio to the in-process one.
 """
 
 from __future__ import annotations
@@ -81,6 +83,7 @@ def main() -> int:
     import torch
 
     from foundry.evaluate.config import EvalConfig
+    from foundry.evaluate.cuda_timing import GpuTimingConfig, time_cuda
     from foundry.evaluate.evaluator import Evaluator
     from foundry.extract.timing import interleaved_median_ms
     from foundry.tasks.loader import build_module, load_task
@@ -99,8 +102,14 @@ def main() -> int:
             inputs = [t.cuda() for t in module.get_inputs()]
             with torch.no_grad():
                 here_ms = interleaved_median_ms([lambda: model(*inputs)], device="cuda")[0]
+                t = time_cuda(lambda: model(*inputs), config=GpuTimingConfig())
+            protocol = {"judged_ms": t.median_ms, "event_ms": t.event_median_ms, "host_ms": t.host_median_ms,
+                        "host_overhead_ms": t.host_overhead_ms, "host_check_ok": t.host_check_ok,
+                        "back_to_back_ms": t.back_to_back_ms, "launch_bound": t.launch_bound}
             print(json.dumps({"task": task.task_id, "judge_eager_ms": eager_ms, "in_process_ms": round(here_ms, 5),
-                              "ratio": round(eager_ms / here_ms, 3) if eager_ms else None}), flush=True)
+                              "ratio": round(eager_ms / here_ms, 3) if eager_ms else None,
+                              "time_cuda_here": {k: round(v, 5) if isinstance(v, float) else v
+                                                 for k, v in protocol.items()}}), flush=True)
     return 0
 
 
