@@ -87,8 +87,8 @@ def _occurrence_of(entry, region):
 def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
            tasks_dir: str | Path | None = None, check_speed: bool = True) -> nn.Module:
     """The model with the run's kernels swapped in (a copy of it, or its captured
-    GraphModule), or the original model where that would not be faster (see the module doc); `.foundry_deploy` of what comes back
-    is a DeployInfo. Raises UserModelError for a run directory made for another model or a
+    GraphModule), or the original model where that would not be faster (see the module
+    doc); `.foundry_deploy` of what comes back is a DeployInfo. Raises UserModelError for a run directory made for another model or a
     kernel whose shapes no longer match."""
     if not isinstance(model, nn.Module):
         raise UserModelError(f"deploy: the model must be a torch.nn.Module, got {type(model).__name__}")
@@ -162,7 +162,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         speed = time_model(deployed, model, inputs, dispatches=[s.dispatch for s in swaps],
                            device=str(inputs[0].device))
         timed.append((speed, deployed, form, swaps))
-    speed, deployed, form, swaps = min(timed, key=lambda t: t[0].swapped_ms)
+    speed, deployed, form, swaps = max(timed, key=lambda t: t[0].speedup)  # each against its own original
     if not speed.faster:
         info = replace(info, swapped=tuple(s.record for s in chosen), model_speed=speed)
         return _original(model, info, f"the model with the kernels swapped in was not faster than the original "
@@ -171,7 +171,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     return _deployed(deployed, replace(info, model_speed=speed), form, swaps, chosen)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # compared by identity: its fields hold tensors
 class Swap:
     """One region occurrence going in: its region, the call standing for it, its dispatch,
     the submodule it may be exactly, its original code and values, its DeployInfo record."""
@@ -210,7 +210,8 @@ def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, inputs: tuple) ->
 
 
 def _deployed(deployed: nn.Module, info: DeployInfo, form: str, swaps: list, chosen: list) -> nn.Module:
-    left = [s for s in chosen if s not in swaps]
+    kept = {id(s) for s in swaps}
+    left = [s for s in chosen if id(s) not in kept]
     passed = info.passed_over + tuple((task_id, f"not one submodule's forward, and the model with the other "
                                                 f"kernels in its own modules was faster; at {', '.join(mods)}")
                                       for task_id, mods, _ in (s.record for s in left))

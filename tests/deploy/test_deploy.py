@@ -66,20 +66,22 @@ def _models():
     return sys.modules[name]
 
 
-def make_run(root: Path, tasks: Path, task_id: str, source: str, *, speedup: float, correct: bool = True) -> Path:
-    """A run directory as the main job leaves it, for one judged kernel of `task_id`."""
+def make_run(root: Path, tasks: Path, task_id: str, source: str, *, speedup: float, correct: bool = True,
+             more: tuple = ()) -> Path:
+    """A run directory as the main job leaves it, for one judged kernel of `task_id` (and
+    one more correct kernel per (task id, source) in `more`)."""
     run = RunDir(root)
     OmegaConf.save(OmegaConf.create({"tasks": {"path": str(tasks)}}), run.config)
-    cand = Candidate.make(task_id=task_id, source=source, backend="c", params={"UNROLL": 1})
-    res = EvalResult(candidate_id=cand.candidate_id, task_id=task_id, stage=int(Stage.CORRECT if correct else
-                                                                                 Stage.VALUE),
-                     correct=correct, runtime_ms=0.01, eager_ms=0.01 * speedup, speedup_eager=speedup,
-                     compile_ms=0.02, speedup_compile=2 * speedup, device="cpu", hardware="cpu:test")
     log = EvaluationLog(run.path)
-    log.append(cand, res)
+    for tid, src, ok in [(task_id, source, correct)] + [(t, s, True) for t, s in more]:
+        cand = Candidate.make(task_id=tid, source=src, backend="c", params={"UNROLL": 1})
+        res = EvalResult(candidate_id=cand.candidate_id, task_id=tid, stage=int(Stage.CORRECT if ok else Stage.VALUE),
+                         correct=ok, runtime_ms=0.01, eager_ms=0.01 * speedup, speedup_eager=speedup,
+                         compile_ms=0.02, speedup_compile=2 * speedup, device="cpu", hardware="cpu:test")
+        log.append(cand, res)
+        if ok:
+            write_best(run, cand, res)
     log.close()
-    if correct:
-        write_best(run, cand, res)
     return run.path
 
 
@@ -380,3 +382,48 @@ def test_a_swapped_submodule_that_is_not_faster_gives_the_original_back(gelu_net
     assert kept is model and kept.foundry_deploy.form == "" and not kept.foundry_deploy.swapped
     assert any(t == task_id and "not faster than the original" in why for t, why in kept.foundry_deploy.passed_over)
     del model.foundry_deploy
+
+
+# GeluNet's add + LayerNorm region (it spans the model and its `norm`), as plain torch: a
+# kernel that can go only into the captured graph
+ADD_NORM_KERNEL = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PARAMS = {"UNROLL": 1}
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm0 = nn.LayerNorm(16)  # the task's parameter names: the model's own go in
+
+    def forward(self, x0, x1):
+        return F.layer_norm(x0 + x1, (16,), self.norm0.weight, self.norm0.bias, 1e-5)
+"""
+
+
+def test_with_a_region_in_a_module_and_one_across_modules_the_faster_form_is_kept(tmp_path, monkeypatch):
+    import foundry.deploy.api as api
+    from foundry.deploy.speed import SideBySide
+    model, inputs = _models().build_gelu_net()
+    manifest = extract(model, inputs, tmp_path / "tasks")
+    gelu = next(r for r in manifest.regions if r.label == "mul_pow_add_tanh")
+    norm = next(r for r in manifest.regions if r.label == "add_layer_norm")
+    run = make_run(tmp_path / "run", tmp_path / "tasks", gelu.task_id, TANH_GELU_KERNEL, speedup=2.0,
+                   more=((norm.task_id, ADD_NORM_KERNEL),))
+    both = deploy(model, run, example_inputs=inputs, check_speed=False)  # every kernel: the graph
+    assert both.foundry_deploy.form == "graph" and len(both.foundry_deploy.swapped) == 2
+    with torch.no_grad():
+        torch.testing.assert_close(both(*inputs), model(*inputs))
+    monkeypatch.setattr(api, "time_region", lambda dispatch, args, device: SideBySide(1.0, 2.0))
+    monkeypatch.setattr(api, "time_model", lambda deployed, *a, **k: SideBySide(
+        swapped_ms=1.0 if isinstance(deployed, type(model)) else 1.5, original_ms=2.0))
+    faster = deploy(model, run, example_inputs=inputs)  # the modules form timed faster: it comes back
+    info = faster.foundry_deploy
+    assert info.form == "modules" and [t for t, _, _ in info.swapped] == [gelu.task_id]
+    assert any(t == norm.task_id and "not one submodule's forward" in why for t, why in info.passed_over)
+    assert info.model_speed.speedup == pytest.approx(2.0)
+    with torch.no_grad():
+        torch.testing.assert_close(faster(*inputs), model(*inputs))
