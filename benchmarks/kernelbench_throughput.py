@@ -13,7 +13,7 @@ tasks=kernelbench tasks.path=<that folder>` (its settings: two islands, tuning w
 (baselines, degeneracy, compiles: cached on disk), the later ones show the steady state.
 Per run: evaluations recorded, the rate over the whole run and in the steady state (the
 middle 80% of evaluations by their log timestamps), a tuned candidate counted once; the
-driver's wall time against its budget; the judge's phases summed over the run's results;
+driver's wall time against its budget; the judge's phases (and the workers' start split into device setup and inputs) summed over the run's results;
 how many of the elites the islands hold at the end carry hardware metrics (GPU runs
 profile each elite: `run.profile_elites`, `run.ncu_share`).
 `--checkout DIR` runs another checkout's `python -m foundry` (e.g. an older commit) on
@@ -81,6 +81,17 @@ def elite_profiles(run_dir: Path) -> dict:
             "profile_s_total": round(sum(seconds), 2)}
 
 
+
+def _summed(records, key: str) -> dict[str, float]:
+    """metrics[key] (a dict of seconds by part) summed over `records`."""
+    total: dict[str, float] = {}
+    for r in records:
+        for k, v in ((r.result.metrics or {}).get(key) or {}).items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                total[k] = total.get(k, 0.0) + float(v)
+    return total
+
+
 def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
     from foundry.store import read_evaluations
     records = read_evaluations(run_dir)
@@ -90,16 +101,9 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
     steady = float("nan")
     if n >= 10 and times[(9 * n) // 10] > times[n // 10]:
         steady = 60 * 0.8 * n / (times[(9 * n) // 10] - times[n // 10])
-    phases: dict[str, float] = {}
-    for r in records:
-        for k, v in (r.result.metrics or {}).get("phases", {}).items():
-            if isinstance(v, (int, float)):
-                phases[k] = phases.get(k, 0.0) + float(v)
-    tuning: dict[str, float] = {}  # the tuned results' screens and finalists, by part
-    for r in records:
-        for k, v in ((r.result.metrics or {}).get("tuning_parts_s") or {}).items():
-            if isinstance(v, (int, float)) and not isinstance(v, bool):
-                tuning[k] = tuning.get(k, 0.0) + float(v)
+    phases = _summed(records, "phases")
+    tuning = _summed(records, "tuning_parts_s")  # the tuned results' screens and finalists, by part
+    starts = _summed(records, "worker_start_parts_s")  # the workers' device setup and input generation
     gate = {"waited": 0.0, "stopped": 0.0}  # lanes: the recorded evaluations' waits for the device
     for r in records:
         for k, v in ((r.result.metrics or {}).get("device_gate_s") or {}).items():
@@ -135,6 +139,7 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
             "judged_per_min": (meta.get("sessions") or [{}])[-1].get("judged_per_min"),
             "phases_s": {k: round(v, 2) for k, v in sorted(phases.items(), key=lambda kv: -kv[1])},
             "tuning_parts_s": {k: round(v, 2) for k, v in sorted(tuning.items())},
+            "worker_start_parts_s": {k: round(v, 2) for k, v in sorted(starts.items())},
             "device_gate_s": {k: round(v, 2) for k, v in gate.items()},
             "lanes": utilization,
             "elite_profiles": elite_profiles(run_dir),
