@@ -13,8 +13,8 @@ tasks=kernelbench tasks.path=<that folder>` (its settings: two islands, tuning w
 (baselines, degeneracy, compiles: cached on disk), the later ones show the steady state.
 Per run: evaluations recorded, the rate over the whole run and in the steady state (the
 middle 80% of evaluations by their log timestamps), a tuned candidate counted once; the
-driver's wall time against its budget; the judge's phases (and the workers' start split into device setup and inputs) summed over the run's results;
-how many of the elites the islands hold at the end carry hardware metrics (GPU runs
+driver's wall time against its budget; the judge's phases (and the workers' start split
+into device setup and inputs) summed over the run's results; how many of the elites the islands hold at the end carry hardware metrics (GPU runs
 profile each elite: `run.profile_elites`, `run.ncu_share`).
 `--checkout DIR` runs another checkout's `python -m foundry` (e.g. an older commit) on
 the same problems, for a before/after comparison in one invocation.
