@@ -1,8 +1,8 @@
 """The GPU a candidate runs on, described for prompts and for the judge's reports.
 
 - `describe()`: name, compute capability, SM count, L2, shared memory per block (default
-  and opt-in), registers, memory, plus the *measured* copy bandwidth and fp32 matmul
-  rate (TF32 off), cached per machine in a JSON file (measuring takes a second or two).
+  and opt-in), registers, memory, plus the *measured* copy bandwidth and fp32 (TF32 off)
+  and bf16 matmul rates, cached per machine in a JSON file (measuring takes a second or two).
 - `prompt_facts(info)` / `prompt_text(info)`: the few lines a kernel writer needs
   (`cpu_prompt_facts` on a CPU run).
 - `roofline(task, info)` and `RooflineLike.fraction(runtime_ms)`: the task's floor on this
@@ -378,12 +378,18 @@ def hardware_diagnosis(*, ncu: Mapping | None = None, roofline: Mapping | None =
     return "; ".join(parts)
 
 
+def kernel_times(kernels: Mapping | None) -> list:
+    """The well-formed [name, device microseconds, launches] rows of a profile's
+    "kernel_times_us" (CudaDevice.kernel_summary / profiled_call), in their order."""
+    return [t for t in (kernels or {}).get("kernel_times_us") or () if isinstance(t, (list, tuple)) and len(t) == 3]
+
+
 def baseline_line(kernels: Mapping | None, *, fraction: float | None = None) -> str:
     """One line on a baseline (eager or torch.compile) from its profiled forward
     (Baseline.eager_kernels / compile_kernels) and its fraction of the roofline floor, e.g.
     "41% of the floor; 5 launches of 3 kernels, the slowest softmax_kernel (812 us)"."""
     parts = [f"{100 * fraction:.0f}% of the floor"] if isinstance(fraction, (int, float)) else []
-    times = [t for t in (kernels or {}).get("kernel_times_us") or () if isinstance(t, (list, tuple)) and len(t) == 3]
+    times = kernel_times(kernels)
     if times:
         slowest = max(times, key=lambda t: float(t[1]))
         launches = int((kernels or {}).get("launches") or sum(int(t[2]) for t in times))

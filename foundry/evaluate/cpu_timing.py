@@ -32,18 +32,17 @@ def plan_blocks(est_ns: float, params: dict, *, max_per_block: int | None = None
     `max_per_block` (the input sets, when the inputs change between blocks) no block has
     more calls than that, and there are at most MAX_CHANGED_BLOCKS."""
     est_ns = max(est_ns, 50.0)
-    per_block = max(1, min(100000, int(params["block_ms"] * 1e6 / est_ns)))
-    if max_per_block is not None:
-        per_block = min(per_block, max(1, int(max_per_block)))
+    cap = 100000 if max_per_block is None else max(1, min(100000, int(max_per_block)))
+    per_block = max(1, min(cap, int(params["block_ms"] * 1e6 / est_ns)))
     n_blocks = max(MIN_BLOCKS, math.ceil(params["min_calls"] / per_block),
                    math.ceil(params["min_ms"] * 1e6 / (per_block * est_ns)))
     if max_per_block is not None:
-        n_blocks = min(n_blocks, max(MIN_BLOCKS, MAX_CHANGED_BLOCKS))
+        n_blocks = min(n_blocks, MAX_CHANGED_BLOCKS)
     max_calls = int(params["max_calls"])
     if per_block * n_blocks > max_calls:
         per_block = max(1, max_calls // MIN_BLOCKS)
         if max_per_block is not None:
-            per_block = min(per_block, max(1, int(max_per_block)))
+            per_block = min(per_block, cap)
         n_blocks = max(1, min(n_blocks, max_calls // per_block))
     return per_block, n_blocks
 

@@ -25,8 +25,9 @@ would show part of that. So after the trials the callable also runs back to back
 unsynchronised, for about `back_to_back_ms` (2 calls at least), on inputs it never
 changes and with outputs nobody checks (only ever a reason to judge slower); when that
 costs more per call than `launch_bound_ratio` x the event median, the call is
-launch-bound and the back-to-back time per call is the measurement (`launch_bound` True). A device-bound call's back-to-back
-time is its event time (or less, with the L2 warm), so the rule changes nothing there.
+launch-bound and the back-to-back time per call is the measurement (`launch_bound`
+True). A device-bound call's back-to-back time is its event time (or less, with the L2
+warm), so the rule changes nothing there.
 
 The TF32 policy is applied explicitly (never left to torch's defaults) and recorded.
 """

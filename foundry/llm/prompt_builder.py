@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable, Mapping
 
-from foundry.hardware import NCU_METRICS, baseline_line
+from foundry.hardware import NCU_METRICS, baseline_line, kernel_times
 from foundry.llm import templates as T
 from foundry.llm.accounting import redact
 from foundry.types import Candidate, EvalResult, ProposalRequest, Stage
@@ -151,7 +151,7 @@ def _baseline_lines(metrics: Mapping) -> dict:
 
 def _kernel_lines(kernels: Mapping) -> dict:
     """The device profiler's kernels of one forward (metrics["kernels"]), slowest first."""
-    times = [t for t in kernels.get("kernel_times_us") or () if isinstance(t, (list, tuple)) and len(t) == 3]
+    times = kernel_times(kernels)
     out = {"kernels_launched": f"{sum(int(t[2]) for t in times)} launches of {len(times)} kernels"}
     if isinstance(kernels.get("own_time_fraction"), (int, float)):
         out["kernels_own_time"] = f"{100 * float(kernels['own_time_fraction']):.0f}% of device time in the candidate's own kernels"
