@@ -3,7 +3,7 @@ time goes, what a task's first-time setup costs, what screening a TUNABLE space 
 against one plain evaluation, and the judge's peak host memory.
 
     python benchmarks/judge_phases.py --path ../shared/kernelbench --tasks 1/24 1/40 2/12 \
-        [--evaluations 4] [--screen-points 6] [--device cuda] [--out phases.json]
+        [--evaluations 4] [--screen-points 6] [--device cuda] [--no-compile-baseline] [--out phases.json]
 
 Candidates are the template engine's (Triton on a GPU, `c` on a CPU). Every figure is
 the judge's own (`EvalResult.eval_s`, `metrics["phases"]`); the first evaluation of a
@@ -44,6 +44,8 @@ def main() -> int:
     ap.add_argument("--evaluations", type=int, default=4)
     ap.add_argument("--screen-points", type=int, default=6)
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--no-compile-baseline", action="store_true",
+                    help="time only the eager baseline (the first evaluation's setup leaves torch.compile out)")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
 
@@ -55,7 +57,7 @@ def main() -> int:
     backend = "triton" if a.device == "cuda" else "c"
     rows = []
     t_start = time.monotonic()
-    ev = Evaluator(config=EvalConfig.from_config({"device": a.device}))
+    ev = Evaluator(config=EvalConfig.from_config({"device": a.device, "compile_baseline": not a.no_compile_baseline}))
     try:
         for spec in a.tasks:
             task = _load(a.path, spec)
