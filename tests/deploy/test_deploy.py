@@ -85,14 +85,20 @@ def make_run(root: Path, tasks: Path, task_id: str, source: str, *, speedup: flo
     return run.path
 
 
-@pytest.fixture(scope="module")
-def mlp_run(tmp_path_factory):
-    model, inputs = _models().build_mlp()
+def extracted_run(tmp_path_factory, build: str, label: str, kernel: str, *, speedup: float):
+    """(model, inputs, tasks folder, run directory, task id): small_models' `build`
+    extracted, and a run with `kernel` judged for its region `label`."""
+    model, inputs = getattr(_models(), build)()
     tasks = tmp_path_factory.mktemp("tasks")
     manifest = extract(model, inputs, tasks)
-    task_id = next(r.task_id for r in manifest.regions if r.label == "linear_gelu")
-    run = make_run(tmp_path_factory.mktemp("run"), tasks, task_id, GELU_KERNEL, speedup=1.5)
+    task_id = next(r.task_id for r in manifest.regions if r.label == label)
+    run = make_run(tmp_path_factory.mktemp("run"), tasks, task_id, kernel, speedup=speedup)
     return model, inputs, tasks, run, task_id
+
+
+@pytest.fixture(scope="module")
+def mlp_run(tmp_path_factory):
+    return extracted_run(tmp_path_factory, "build_mlp", "linear_gelu", GELU_KERNEL, speedup=1.5)
 
 
 def test_best_kernel_runs_as_a_custom_op(mlp_run):
@@ -334,11 +340,8 @@ class ModelNew(nn.Module):
 
 @pytest.fixture(scope="module")
 def gelu_net_run(tmp_path_factory):
-    model, inputs = _models().build_gelu_net()
-    tasks = tmp_path_factory.mktemp("gelu_tasks")
-    manifest = extract(model, inputs, tasks)
-    task_id = next(r.task_id for r in manifest.regions if r.label == "mul_pow_add_tanh")
-    run = make_run(tmp_path_factory.mktemp("gelu_run"), tasks, task_id, TANH_GELU_KERNEL, speedup=2.0)
+    model, inputs, _, run, task_id = extracted_run(tmp_path_factory, "build_gelu_net", "mul_pow_add_tanh",
+                                                   TANH_GELU_KERNEL, speedup=2.0)
     return model, inputs, run, task_id
 
 
