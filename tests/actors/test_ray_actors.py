@@ -141,7 +141,9 @@ def test_the_same_candidate_from_two_islands_is_judged_once(ray_session, relu_ta
     a = Candidate.make(task_id=relu_task.task_id, source=source, backend="c", island_id=0)
     b = Candidate.make(task_id=relu_task.task_id, source=source, backend="c", island_id=1)
     assert a.candidate_id == b.candidate_id
-    first, twin = ray.get([disp.submit.remote(relu_task, a), disp.submit.remote(relu_task, b)])
+    answers = ray.get([disp.submit.remote(relu_task, a), disp.submit.remote(relu_task, b)])
+    # an async actor may take either call first: one is judged, the other is its twin
+    first, twin = sorted(answers, key=lambda answer: answer[3] != "")
     assert first[3] == "" and twin[3].startswith(TWIN + ":")
     assert twin[1] == first[1]  # the one evaluation's result
     assert sum(ray.get(e.info.remote())["evaluated"] for e in evs.values()) == 1
