@@ -93,11 +93,14 @@ def main() -> int:
                    "task_setup_parts_s": evals[0].metrics.get("task_setup_parts_s", {}),
                    "worker_peak_rss_mb": max(r.metrics.get("worker_peak_rss_mb", 0) for r in evals),
                    "screen_points": len(screened), "screen_ok": sum(p.ok for p in screened), "screen_s": screen_s,
+                   "screen_point_seconds": [p.seconds for p in screened],
                    "tuned_cost_over_plain": (screen_s + statistics.median(warm)) / statistics.median(warm)}
             rows.append(row)
             print(f"{task.task_id}: first {row['first_eval_s']:.1f} s, warm median {row['warm_eval_s_median']:.2f} s, "
                   f"screen of {len(screened)} points {screen_s:.1f} s ({row['screen_ok']} ok): a tuned candidate "
                   f"costs {row['tuned_cost_over_plain']:.2f}x a plain one", flush=True)
+            for k, point in enumerate(screened):
+                print(f"  point {k} {point.params}: {'ok' if point.ok else 'failed'} {point.seconds}", flush=True)
     finally:
         ev.close()
     judge_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -5,8 +5,18 @@ judge's side is screening.py."""
 from __future__ import annotations
 
 import traceback
+from contextlib import contextmanager
 
 from foundry.evaluate import protocol
+
+
+@contextmanager
+def _part(worker, parts: dict, name: str):
+    start = worker.clock()
+    try:
+        yield
+    finally:
+        parts[name] = round((worker.clock() - start) / 1e9, 4)
 
 
 def run_screen(worker) -> None:
@@ -19,16 +29,23 @@ def run_screen(worker) -> None:
     worker.trials[0]["inputs"] = None  # each point gets inputs regenerated from the seed
     built: list = []  # (point index, model) of the points that ran
     for k, point in enumerate(job.points):
+        parts: dict = {}  # where the point's build and trial went, on the worker's clock (advisory)
         try:
-            module = worker.load_candidate(params=point)
-            model = worker.construct(module.ModelNew)[0]
-            out, info = worker.run_trial(model, worker.fresh_inputs(0), record=job.candidate.record_ops)
+            with _part(worker, parts, "load_s"):
+                module = worker.load_candidate(params=point)
+            with _part(worker, parts, "construct_s"):
+                model = worker.construct(module.ModelNew)[0]
+            with _part(worker, parts, "inputs_s"):
+                inputs = worker.fresh_inputs(0)
+            with _part(worker, parts, "run_s"):  # the first launch's compile included
+                out, info = worker.run_trial(model, inputs, record=job.candidate.record_ops)
+            del inputs
         except BaseException:  # noqa: BLE001 - a failing point is data, not the end of the job
             worker.send({"kind": "screen_error", "point": k, "error": traceback.format_exc()[-3000:]})
             continue
         tensors: list = []
-        worker.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors), **info},
-                    tensors)
+        worker.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors),
+                     "parts": parts, **info}, tensors)
         del out, tensors
         built.append((k, model))
     if not built:

@@ -21,6 +21,19 @@ from foundry.evaluate.verdict import decode, torch_compute_violation
 from foundry.types import ScreenedPoint
 
 
+WORKER_PARTS = ("load_s", "construct_s", "inputs_s", "run_s")  # a point's build and trial, as the worker timed it
+
+
+def worker_parts(reported: Any) -> dict[str, float]:
+    """The worker's own split of a point's build and trial (advisory, for the breakdown
+    only: names outside WORKER_PARTS and values that are not plain non-negative numbers
+    are dropped)."""
+    if not isinstance(reported, dict):
+        return {}
+    return {name: round(float(v), 4) for name, v in reported.items()
+            if name in WORKER_PARTS and type(v) in (int, float) and 0 <= v < 1e6}
+
+
 class ScreenCollector:
     """Turns a screen job's messages into one `ScreenedPoint` per point."""
 
@@ -59,6 +72,7 @@ class ScreenCollector:
         if kind == "screen_error":
             self.errors.setdefault(k, str(msg.header.get("error", ""))[-1500:])
         elif kind == "screen_trial":
+            self.seconds.setdefault(k, {}).update(worker_parts(msg.header.get("parts")))
             self._check_output(k, msg)
         elif kind == "timing_start":
             self._timing_start[k] = msg.at

@@ -100,10 +100,13 @@ def test_screening_builds_checks_and_times_every_point_in_one_job(ev, relu):
     assert not broken.ok and "TypeError" in broken.error, broken
     # each point's own seconds, on the judge's clock: every point is built and run first,
     # then the points that ran are timed one after another in one hold of the device
-    assert set(right.seconds) == {"build_trial_s", "device_wait_s", "timing_s"}, right.seconds
-    assert set(wrong.seconds) == set(slow.seconds) == {"build_trial_s", "timing_s"}, (wrong.seconds, slow.seconds)
+    built = {"load_s", "construct_s", "inputs_s", "run_s"}  # the worker's own split of a point that ran
+    assert set(right.seconds) == {"build_trial_s", "device_wait_s", "timing_s"} | built, right.seconds
+    assert set(wrong.seconds) == set(slow.seconds) == {"build_trial_s", "timing_s"} | built, (wrong.seconds,
+                                                                                              slow.seconds)
     assert set(broken.seconds) == {"build_trial_s"}
     assert all(s >= 0 for p in screened for s in p.seconds.values())
+    assert sum(right.seconds[name] for name in built) <= right.seconds["build_trial_s"] + 0.05
     assert slow.seconds["timing_s"] > 0
 
 
@@ -146,3 +149,10 @@ def test_a_task_too_large_for_the_judge_fails_naming_itself_and_its_sizes(ev, tm
     again = ev.screen(task=task, candidate=Candidate.make(task_id=task.task_id, source=MODES, backend="c"),
                       points=[{"MODE": 0}, {"MODE": 2}])
     assert not any(p.ok for p in again) and "too large" in again[0].error
+
+
+def test_a_workers_split_of_a_point_keeps_only_known_plain_numbers():
+    from foundry.evaluate.screening import worker_parts
+    assert worker_parts({"load_s": 0.5, "run_s": 2, "inputs_s": -1.0, "construct_s": True, "rogue_s": 1.0}) == \
+        {"load_s": 0.5, "run_s": 2.0}
+    assert worker_parts("load_s=1") == {} and worker_parts(None) == {}
