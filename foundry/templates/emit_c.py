@@ -359,51 +359,70 @@ def fill(src: str, params: dict) -> str:
 _POOL_CHUNK = 256  # outputs of one row accumulated together (a stack buffer)
 
 
+def _first_last(var: str, start: str, size: str, extent: int, dilation: int) -> list:
+    """C lines bounding window offsets `var`0..`var`1 (exclusive) to those whose element
+    `start` + offset * dilation lies inside [0, size)."""
+    up = f"(-{start} + {dilation - 1}) / {dilation}" if dilation > 1 else f"-{start}"
+    left = f"{size} - {start}"
+    fits = f"({left} + {dilation - 1}) / {dilation}" if dilation > 1 else left
+    return [f"const int64_t {var}0 = {start} < 0 ? {up} : 0;",
+            f"const int64_t {var}1 = {left} <= 0 ? 0 : ({fits} < {extent} ? {fits} : {extent});"]
+
+
+def _times(var: str, factor: int) -> str:
+    return var if factor == 1 else f"{var} * {factor}"
+
+
 def _pool_paths(region: Region) -> list:
-    """2-D pooling: one task per output row (n*c, oh). Outputs are accumulated in chunks
-    of a row: for each window offset (a, b) a SIMD loop over the outputs whose element is
-    inside the input (the range is clipped once, no per-element bounds tests), then the
-    post chain on each pooled value. The pre chain runs on every window element read.
-    Max propagates NaN as torch does."""
-    kh, kw, sh, sw, ph, pw, include_pad = region.row.window
+    """1-3-D pooling, as a 3-D window (a 1-D or 2-D one has depth and height 1): one task
+    per output row (n*c, od, oh). Outputs are accumulated in chunks of a row: for each
+    window offset (e, a, b) a SIMD loop over the outputs whose element is inside the input
+    (the range is clipped once, no per-element bounds tests), then the post chain on each
+    pooled value. The pre chain runs on every window element read. Max propagates NaN as
+    torch does."""
+    window = region.row.window
+    (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = window.as_3d()
     is_max = region.row.kind == "max"
     split = region.pre.split
+    col = f"ow * {sw} - {pw} + {_times('b', dw)}"
     if split in (0, 2):  # rows of the pre phase are whole images (n, c) or all of it: per-channel
         # operands are read once per task, elements by (r, j) without divisions
         hoisted, lines, v = phase_code(region.pre, "p", "rj")
         first = ["const int64_t r = " + ("nc" if split == 2 else "0") + ";", "const int64_t rK = r * Kp;",
                  "(void)rK;", *hoisted]
-        pre = [f"const int64_t j = rowbase - rK + ow * {sw} - {pw} + b;", *lines]
+        pre = [f"const int64_t j = rowbase - rK + {col};", *lines]
     else:
         first = []
-        pre, v = _pre_at(region, f"rowbase + ow * {sw} - {pw} + b")
+        pre, v = _pre_at(region, f"rowbase + {col}")
     step = (f"acc[ow - c0] = ({v} > acc[ow - c0] || {v} != {v}) ? {v} : acc[ow - c0];" if is_max
             else f"acc[ow - c0] += {v};")
     offsets = [f"for (int64_t b = 0; b < {kw}; b++) {{",
-               f"    const int64_t lo0 = {pw} - b > 0 ? ({pw} - b + {sw - 1}) / {sw} : 0;",
-               f"    const int64_t num = W - 1 + {pw} - b;",
+               f"    const int64_t lo0 = {pw} - {_times('b', dw)} > 0 ? ({pw} - {_times('b', dw)} + {sw - 1}) / {sw} : 0;",
+               f"    const int64_t num = W - 1 + {pw} - {_times('b', dw)};",
                f"    const int64_t hi0 = num < 0 ? 0 : num / {sw} + 1;",
                "    const int64_t lo = lo0 > c0 ? lo0 : c0, hi = hi0 < c1 ? hi0 : c1;",
                "    #pragma omp simd", "    for (int64_t ow = lo; ow < hi; ow++) {",
                *["        " + x for x in pre + [step]], "    }", "}"]
-    window = ["for (int64_t a = a0; a < a1; a++) {",
-              "    const int64_t rowbase = (nc * H + h0 + a) * W;", *["    " + x for x in offsets], "}"]
+    rows = ["for (int64_t a = a0; a < a1; a++) {",
+            f"    const int64_t rowbase = ((nc * D + d0 + {_times('e', dd)}) * H + h0 + {_times('a', dh)}) * W;",
+            *["    " + x for x in offsets], "}"]
+    planes = ["for (int64_t e = e0; e < e1; e++) {", *["    " + x for x in rows], "}"]
     if is_max:
         value = "acc[ow - c0]"
-    elif include_pad:
-        value = f"acc[ow - c0] * {1.0 / (kh * kw)!r}f"
-    else:
-        value = "acc[ow - c0] / (float)((a1 - a0) * (b1 - b0))"
-    finish = [f"const int64_t w0 = ow * {sw} - {pw};", "const int64_t b0 = w0 < 0 ? -w0 : 0;",
-              f"const int64_t b1 = W - w0 < {kw} ? W - w0 : {kw};", "(void)b0; (void)b1;",
+    elif window.count_include_pad:
+        value = f"acc[ow - c0] * {1.0 / (kd * kh * kw)!r}f"
+    else:  # avg pooling has no dilation: the part of the window inside the input
+        value = "acc[ow - c0] / (float)((e1 - e0) * (a1 - a0) * (b1 - b0))"
+    finish = [f"const int64_t w0 = ow * {sw} - {pw};", *_first_last("b", "w0", "W", kw, dw), "(void)b0; (void)b1;",
               *_post_write(region, "t * OW + ow", value)]
-    body = ["const int64_t nc = t / OH, oh = t % OH;", *first, f"const int64_t h0 = oh * {sh} - {ph};",
-            "const int64_t a0 = h0 < 0 ? -h0 : 0;", f"const int64_t a1 = H - h0 < {kh} ? H - h0 : {kh};",
+    body = ["const int64_t ncd = t / OH, oh = t % OH;", "const int64_t nc = ncd / OD, od = ncd % OD;", *first,
+            f"const int64_t h0 = oh * {sh} - {ph};", *_first_last("a", "h0", "H", kh, dh),
+            f"const int64_t d0 = od * {sd} - {pd};", *_first_last("e", "d0", "D", kd, dd),
             f"float acc[{_POOL_CHUNK}];",
             f"for (int64_t c0 = 0; c0 < OW; c0 += {_POOL_CHUNK}) {{",
             *["    " + x for x in [
                 f"const int64_t c1 = c0 + {_POOL_CHUNK} < OW ? c0 + {_POOL_CHUNK} : OW;",
                 f"for (int64_t i = 0; i < c1 - c0; i++) acc[i] = {'-INFINITY' if is_max else '0.f'};",
-                *window, "for (int64_t ow = c0; ow < c1; ow++) {", *["    " + x for x in finish], "}"]],
+                *planes, "for (int64_t ow = c0; ow < c1; ow++) {", *["    " + x for x in finish], "}"]],
             "}"]
-    return [(None, "outer * OH", body)]
+    return [(None, "outer * OD * OH", body)]

@@ -5,7 +5,7 @@ per row with BLOCK-wide accumulators when rows are contiguous; one program per B
 columns, walking the reduced dim, when they are not, so loads stay coalesced), softmax
 and norms (split-row: a stats kernel per (row, chunk) and an apply kernel that merges
 the chunk statistics, so few long rows still fill the GPU), scans (chunked tl.cumsum
-with a carry), 2-D pooling (BLOCK outputs per program, the window unrolled).
+with a carry), 1-3-D pooling (BLOCK outputs per program, the window unrolled).
 """
 
 from __future__ import annotations
@@ -319,24 +319,34 @@ def _scan(region: Region):
 
 
 def _pool(region: Region):
-    kh, kw, sh, sw, ph, pw, include_pad = region.row.window
+    """BLOCK outputs per program, the window unrolled; a 3-D window adds a depth loop, a
+    1-D or 2-D one is read as a 2-D window over (H, W) (H = 1 for 1-D)."""
+    window = region.row.window
+    (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = window.as_3d()
+    deep = window.dims == 3
     is_max = region.row.kind == "max"
     name = f"{region.name}_pool"
     init = 'float("-inf")' if is_max else "0.0"
-    pre, v = _pre(region, "(nc * H + ih) * W + iw", "ok")
+    plane = "(nc * D + dz)" if deep else "nc"
+    pre, v = _pre(region, f"({plane} * H + ih) * W + iw", "ok")
     if is_max:
         step = [f"acc = tl.where(ok & (({v} > acc) | ({v} != {v})), {v}, acc)"]
     else:
         step = [f"acc += tl.where(ok, {v}, 0.0)", "cnt += ok.to(tl.float32)"]
-    window = ["ih = h0 + a", *_loop("b", "0", str(kw), "1", [
-        "iw = w0 + b", "ok = m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)", *pre, *step])]
-    body = ["o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "m = o < outer * OH * OW",
-            "ow = o % OW", "oh = (o // OW) % OH", "nc = o // (OH * OW)",
+    inside = "m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)" + (" & (dz >= 0) & (dz < D)" if deep else "")
+    cols = _loop("b", "0", str(kw), "1", [f"iw = w0 + b * {dw}", f"ok = {inside}", *pre, *step])
+    window_loops = _loop("a", "0", str(kh), "1", [f"ih = h0 + a * {dh}", *cols])
+    if deep:
+        window_loops = _loop("e", "0", str(kd), "1", [f"dz = d0 + e * {dd}", *window_loops])
+    body = ["o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "m = o < outer * OD * OH * OW",
+            "ow = o % OW", "oh = (o // OW) % OH",
+            *(["od = (o // (OW * OH)) % OD", "nc = o // (OH * OW * OD)", f"d0 = od * {sd} - {pd}"] if deep
+              else ["nc = o // (OH * OW)"]),
             f"h0 = oh * {sh} - {ph}", f"w0 = ow * {sw} - {pw}",
             f"acc = tl.full([BLOCK], {init}, tl.float32)",
             "cnt = tl.zeros([BLOCK], dtype=tl.float32)",
-            *_loop("a", "0", str(kh), "1", window)]
-    value = "acc" if is_max else (f"acc / {float(kh * kw)!r}" if include_pad else "acc / cnt")
+            *window_loops]
+    value = "acc" if is_max else (f"acc / {float(kd * kh * kw)!r}" if window.count_include_pad else "acc / cnt")
     body += _store(region, "o", value, "m")
-    launch = ["B = int(self.params['BLOCK'])", _call(name, region, "triton.cdiv(outer * OH * OW, B)")]
+    launch = ["B = int(self.params['BLOCK'])", _call(name, region, "triton.cdiv(outer * OD * OH * OW, B)")]
     return _kernel(name, region, body), launch

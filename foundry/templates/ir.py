@@ -2,7 +2,7 @@
 
 A task's forward is read into a graph; runs of fusable nodes become `Region`s. A region
 is one kernel: a pointwise `pre` phase on the input shape, an optional `RowOp`
-(reduction, softmax, norm or scan over a contiguous range of dims, or 2-D pooling), and
+(reduction, softmax, norm or scan over a contiguous range of dims, or 1-3-D pooling), and
 a pointwise `post` phase on the row op's output shape. Everything else (matmul,
 convolution, views) stays a torch call in the candidate's forward. Emitters for each backend
 turn a region into kernel source; each op is written once per backend.
@@ -80,14 +80,40 @@ class Phase:
 
 
 @dataclass(frozen=True)
+class PoolWindow:
+    """A max/avg pooling window over the last `len(kernel)` dims (1 to 3) of an
+    (N, C, *spatial) input, per dim: extent, stride, padding (at most half the extent) and
+    dilation (1 for avg); floor mode. `count_include_pad`: an avg divides by the whole
+    window, else by the part of it inside the input."""
+
+    kernel: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    count_include_pad: bool = True
+
+    @property
+    def dims(self) -> int:
+        return len(self.kernel)
+
+    def as_3d(self) -> tuple:
+        """(kernel, stride, padding, dilation), each as (depth, height, width): a 1-D or
+        2-D window is a 3-D one of extent 1 (stride and dilation 1, no padding) in the
+        missing leading dims."""
+        missing = 3 - self.dims
+        return ((1,) * missing + tuple(self.kernel), (1,) * missing + tuple(self.stride),
+                (0,) * missing + tuple(self.padding), (1,) * missing + tuple(self.dilation))
+
+
+@dataclass(frozen=True)
 class RowOp:
     """A row operation over dims [dim_start, dim_end) of its input (viewed as
     [outer, L, inner]).
 
     family: "reduce" (kind: sum mean max min argmax argmin logsumexp prod norm_l1
     norm_l2), "softmax" (softmax, log_softmax), "norm" (layer rms group instance),
-    "scan" (cumsum cumprod; `reverse`, `exclusive`), "pool" (max avg: a 2-D window over
-    dims 2 and 3 of an NCHW input; `window` = (KH, KW, SH, SW, PH, PW, count_include_pad)).
+    "scan" (cumsum cumprod; `reverse`, `exclusive`), "pool" (max avg: a 1-, 2- or 3-D
+    `window` over the dims after the channel dim of an (N, C, *spatial) input).
     `weight`/`bias`: forward variable names of affine parameters (norms); for "layer" and
     "rms" indexed by the position within the row, for "group"/"instance" by channel.
     """
@@ -104,7 +130,7 @@ class RowOp:
     weight: str | None = None
     bias: str | None = None
     out_dtype: str = FLOAT
-    window: tuple = ()
+    window: PoolWindow | None = None
 
     @property
     def reduces(self) -> bool:

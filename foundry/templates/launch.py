@@ -19,8 +19,8 @@ def phase_ints(region: Region) -> list[str]:
             ints += ["Cg", "HW"]
         if region.row.kind == "instance":
             ints += ["C"]
-        if region.row.family == "pool":
-            ints += ["H", "W", "OH", "OW"]
+        if region.row.family == "pool":  # as a 3-D window: a 1-D or 2-D one has D = OD = 1 (and H = OH = 1)
+            ints += ["D", "H", "W", "OD", "OH", "OW"]
     if region.post is not None:
         ints += ["Kq"] + [f"Mq{k}" for k, o in enumerate(region.post.operands)
                           if o.layout in ("row", "rowcol")]
@@ -48,9 +48,12 @@ def size_lines(region: Region, args: list[str]) -> list[str]:
         if row.kind == "instance":
             lines += ["C = S[1]"]
         if row.family == "pool":
-            kh, kw, sh, sw, ph, pw, _ = row.window
-            lines += ["H, W = S[2], S[3]", f"OH = (H + {2 * ph} - {kh}) // {sh} + 1",
-                      f"OW = (W + {2 * pw} - {kw}) // {sw} + 1", "out_shape = S[:2] + (OH, OW)"]
+            missing = 3 - row.window.dims
+            lines.append("D, H, W = " + (f"(1,) * {missing} + " if missing else "") + "S[2:]")
+            for size, (k, s, p, d) in zip("DHW", zip(*row.window.as_3d())):
+                grow = 2 * p - d * (k - 1) - 1  # what padding adds less what the window's reach takes
+                lines.append(f"O{size} = ({size} {'-' if grow < 0 else '+'} {abs(grow)}) // {s} + 1")
+            lines.append(f"out_shape = S[:2] + (OD, OH, OW)[{missing}:]")
         elif row.reduces:
             if row.keepdim:
                 lines.append(f"out_shape = S[:{a}] + (1,) * {b - a} + S[{b}:]")

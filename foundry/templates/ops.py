@@ -13,6 +13,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from foundry.templates.ir import PoolWindow
+
 UNARY = ("relu", "sigmoid", "tanh", "gelu", "silu", "mish", "hardswish", "hardsigmoid",
          "hardtanh", "elu", "selu", "softplus", "softsign", "leaky_relu", "clamp", "exp",
          "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "identity")
@@ -157,7 +159,7 @@ class RowCall:
     weight: str | None = None  # module attribute path of the affine weight
     bias: str | None = None
     tuple_index: int | None = None  # for torch.max(x, dim): which output the user takes
-    window: tuple = ()  # pooling: (KH, KW, SH, SW, PH, PW, count_include_pad)
+    window: PoolWindow | None = None  # pooling
 
 
 _REDUCE_FUNCS = _fns(("sum", [torch.sum]), ("mean", [torch.mean]), ("amax", [torch.amax]),
@@ -182,60 +184,91 @@ def _dims(d, rank):
     return tuple(sorted(v % rank for v in d))
 
 
-def _pair(v):
+def _spatial(v, n: int):
+    """An int or an n-sequence of ints as an n-tuple, else None."""
     if isinstance(v, int) and not isinstance(v, bool):
-        return (v, v)
-    if isinstance(v, (tuple, list)) and len(v) == 2 and all(isinstance(i, int) for i in v):
-        return tuple(v)
-    if isinstance(v, (tuple, list)) and len(v) == 1 and isinstance(v[0], int):
-        return (v[0], v[0])
+        return (v,) * n
+    if isinstance(v, (tuple, list)) and all(isinstance(i, int) and not isinstance(i, bool) for i in v):
+        if len(v) == n:
+            return tuple(v)
+        if len(v) == 1:
+            return (v[0],) * n
     return None
 
 
 def _pool_call(kind, x, kernel, stride, padding, *, dilation=1, ceil_mode=False, extra_ok=True,
-               count_include_pad=True, rank=None) -> RowCall | None:
-    """A 2-D max/avg pooling over an NCHW input (dilation 1, floor mode) as a row op."""
-    k, s, p = _pair(kernel), _pair(kernel if stride in (None, [], ()) else stride), _pair(padding)
-    if rank != 4 or None in (k, s, p) or _pair(dilation) != (1, 1) or ceil_mode or not extra_ok:
+               count_include_pad=True, rank=None, spatial: int = 2) -> RowCall | None:
+    """A 1-, 2- or 3-D max/avg pooling (`spatial` dims after N and C; floor mode; dilation
+    only for max) over an (N, C, *spatial) input as a row op, or None."""
+    if rank != spatial + 2 or ceil_mode or not extra_ok:
         return None
-    if min(k) < 1 or min(s) < 1 or p[0] * 2 > k[0] or p[1] * 2 > k[1]:
+    k = _spatial(kernel, spatial)
+    s = _spatial(kernel if stride in (None, [], ()) else stride, spatial)
+    p, d = _spatial(padding, spatial), _spatial(dilation, spatial)
+    if None in (k, s, p, d) or min(k) < 1 or min(s) < 1 or min(d) < 1 or min(p) < 0:
         return None
-    window = (k[0], k[1], s[0], s[1], p[0], p[1], bool(count_include_pad))
-    return RowCall("pool", kind, x, (2, 3), True, window=window)
+    if any(pad * 2 > size for pad, size in zip(p, k)) or (kind == "avg" and set(d) != {1}):
+        return None
+    window = PoolWindow(kernel=k, stride=s, padding=p, dilation=d, count_include_pad=bool(count_include_pad))
+    return RowCall("pool", kind, x, tuple(range(2, 2 + spatial)), True, window=window)
 
 
-_POOL_FUNCS = {F.max_pool2d: "max", F.avg_pool2d: "avg", torch._C._nn.avg_pool2d: "avg"}
+# function -> (kind, spatial dims)
+_POOL_FUNCS = {F.max_pool1d: ("max", 1), F.max_pool2d: ("max", 2), F.max_pool3d: ("max", 3),
+               F.avg_pool1d: ("avg", 1), F.avg_pool2d: ("avg", 2), F.avg_pool3d: ("avg", 3)}
+_MAX_POOLS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3}
+_AVG_POOLS = {nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
+_ADAPTIVE_AVG = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2, F.adaptive_avg_pool3d: 3}
+_ADAPTIVE_AVG_MODULES = {nn.AdaptiveAvgPool1d: 1, nn.AdaptiveAvgPool2d: 2, nn.AdaptiveAvgPool3d: 3}
+
+
+def _global_average(x, output_size, rank, spatial: int) -> RowCall | None:
+    """Adaptive average pooling to one element per channel: a mean over the spatial dims."""
+    if rank != spatial + 2 or _spatial(output_size, spatial) != (1,) * spatial:
+        return None
+    return RowCall("reduce", "mean", x, tuple(range(2, rank)), True)
 
 
 def _pool_of(node, mod, rank) -> RowCall | None:
     if node.op == "call_module":
         x = node.args[0] if node.args else None
-        if isinstance(mod, nn.MaxPool2d):
+        if type(mod) in _MAX_POOLS:
             return _pool_call("max", x, mod.kernel_size, mod.stride, mod.padding, dilation=mod.dilation,
-                              ceil_mode=mod.ceil_mode, extra_ok=not mod.return_indices, rank=rank)
-        if isinstance(mod, nn.AvgPool2d):
+                              ceil_mode=mod.ceil_mode, extra_ok=not mod.return_indices, rank=rank,
+                              spatial=_MAX_POOLS[type(mod)])
+        if type(mod) in _AVG_POOLS:
             return _pool_call("avg", x, mod.kernel_size, mod.stride, mod.padding, ceil_mode=mod.ceil_mode,
-                              count_include_pad=mod.count_include_pad, extra_ok=mod.divisor_override is None,
-                              rank=rank)
+                              count_include_pad=mod.count_include_pad,
+                              extra_ok=getattr(mod, "divisor_override", None) is None, rank=rank,
+                              spatial=_AVG_POOLS[type(mod)])
+        if type(mod) in _ADAPTIVE_AVG_MODULES:
+            return _global_average(x, mod.output_size, rank, _ADAPTIVE_AVG_MODULES[type(mod)])
         return None
-    kind = _POOL_FUNCS.get(node.target) if node.op == "call_function" else None
-    if kind is None:
+    if node.op != "call_function":
         return None
     x = node.args[0] if node.args else node.kwargs.get("input")
+    if node.target in _ADAPTIVE_AVG:
+        return _global_average(x, _arg(node, 1, "output_size"), rank, _ADAPTIVE_AVG[node.target])
+    kind, spatial = _POOL_FUNCS.get(node.target, (None, 0))
+    if kind is None:
+        return None
     kernel = _arg(node, 1, "kernel_size")
     stride = _arg(node, 2, "stride", None)
     padding = _arg(node, 3, "padding", 0)
     if kind == "max":
         return _pool_call("max", x, kernel, stride, padding, dilation=_arg(node, 4, "dilation", 1),
                           ceil_mode=_arg(node, 5, "ceil_mode", False),
-                          extra_ok=not _arg(node, 6, "return_indices", False), rank=rank)
+                          extra_ok=not _arg(node, 6, "return_indices", False), rank=rank, spatial=spatial)
+    # avg_pool1d has no divisor_override
     return _pool_call("avg", x, kernel, stride, padding, ceil_mode=_arg(node, 4, "ceil_mode", False),
                       count_include_pad=_arg(node, 5, "count_include_pad", True),
-                      extra_ok=_arg(node, 6, "divisor_override", None) is None, rank=rank)
+                      extra_ok=spatial == 1 or _arg(node, 6, "divisor_override", None) is None, rank=rank,
+                      spatial=spatial)
 
 
 def rowop_of(node, modules: dict, in_rank: int | None) -> RowCall | None:
-    """The row op a node computes (reduction, softmax, norm, scan, 2-D pooling), or None."""
+    """The row op a node computes (reduction, softmax, norm, scan, 1-3-D pooling; a global
+    average pooling is a mean), or None."""
     if in_rank is None:
         return None
     pool = _pool_of(node, modules.get(node.target) if node.op == "call_module" else None, in_rank)

@@ -2,7 +2,7 @@
 
 The forward is traced with torch.fx and its shapes propagated on the task's example
 inputs; runs of pointwise nodes, at most one row op (reduction, softmax, norm, scan,
-2-D pooling) and the pointwise nodes after it become one `Region`. Whatever is left
+1-3-D pooling) and the pointwise nodes after it become one `Region`. Whatever is left
 (matmul, convolution, views) stays a torch call in the generated forward.
 """
 
@@ -396,7 +396,7 @@ def _build_region(name, g, extra, modules) -> Region:
         row = RowOp(family=call.family, kind=call.kind, dim_start=call.dims[0],
                     dim_end=call.dims[-1] + 1, keepdim=call.keepdim, reverse=call.reverse,
                     eps=float(call.eps), groups=int(call.groups), weight=_attr_var(call.weight),
-                    bias=_attr_var(call.bias), window=tuple(call.window),
+                    bias=_attr_var(call.bias), window=call.window,
                     out_dtype="int64" if call.kind in ("argmax", "argmin") else FLOAT)
         out_shape = _shape(g.row_node)
         post = None

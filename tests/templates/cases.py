@@ -97,3 +97,19 @@ CASES += [
      "pass", "[]", X5),
     ("maxpool_nan", "return F.max_pool2d(torch.log(xs[0]), 2)", "pass", "[]", X5),
 ]
+X1D = "[torch.randn(2, 3, 23)]"
+X3D = "[torch.randn(2, 3, 7, 6, 9)]"
+CASES += [  # pooling over 1 and 3 spatial dims, dilation, global average pooling
+    ("maxpool1d_dilated", "return self.p(xs[0])", "self.p = nn.MaxPool1d(4, stride=1, padding=2, dilation=3)", "[]",
+     X1D),
+    ("avgpool1d_fn_post", "return F.avg_pool1d(torch.relu(xs[0]), 3, 2, 1) * 2.0 - 1.0", "pass", "[]", X1D),
+    ("maxpool2d_dilated", "return F.max_pool2d(xs[0], 3, stride=2, padding=1, dilation=2)", "pass", "[]", X5),
+    ("maxpool3d_module", "return self.p(xs[0] * 0.5)", "self.p = nn.MaxPool3d(2)", "[]", X3D),
+    ("maxpool3d_pad_stride_dilated", "return torch.tanh(F.max_pool3d(xs[0], (3, 2, 3), stride=(2, 1, 2),"
+     " padding=1, dilation=(1, 2, 1)))", "pass", "[]", X3D),
+    ("avgpool3d_pad", "return self.p(xs[0])", "self.p = nn.AvgPool3d(3, stride=2, padding=1)", "[]", X3D),
+    ("avgpool3d_no_pad_count_channel_bias", "return F.avg_pool3d(xs[0] + self.b, 3, 2, 1, count_include_pad=False)",
+     "self.b = nn.Parameter(torch.randn(3, 1, 1, 1))", "[]", X3D),
+    ("global_avg_pool2d", "return F.adaptive_avg_pool2d(torch.sigmoid(xs[0]), 1) + 1.0", "pass", "[]", X5),
+    ("global_avg_pool3d_module", "return self.p(xs[0])", "self.p = nn.AdaptiveAvgPool3d((1, 1, 1))", "[]", X3D),
+]

@@ -110,12 +110,25 @@ def test_intermediate_used_outside_splits_the_region():
 @pytest.mark.parametrize("model,inputs,why", [
     (nn.Linear(4, 4), [torch.randn(2, 4)], "no fusable"),
     (nn.MaxPool2d(2, ceil_mode=True), [torch.randn(1, 1, 5, 5)], "no fusable"),
-    (nn.MaxPool2d(2, dilation=2), [torch.randn(1, 1, 6, 6)], "no fusable"),
+    (nn.AdaptiveAvgPool2d(2), [torch.randn(1, 1, 6, 6)], "no fusable"),  # only the global one is a mean
+    (nn.MaxPool3d(2, ceil_mode=True), [torch.randn(1, 1, 5, 5, 5)], "no fusable"),
     (nn.AvgPool2d(2, divisor_override=3), [torch.randn(1, 1, 4, 4)], "no fusable"),
 ])
 def test_not_covered(model, inputs, why):
     with pytest.raises(NotCovered, match=why):
         describe(model, inputs)
+
+
+def test_pooling_over_one_to_three_dims_is_one_window_and_global_average_a_mean():
+    d = _desc(nn.MaxPool1d(4, stride=1, padding=2, dilation=3), torch.randn(2, 3, 20))
+    row = d.regions[0].row
+    assert (row.family, row.kind, row.dim_start, row.dim_end) == ("pool", "max", 2, 3)
+    assert row.window.as_3d() == ((1, 1, 4), (1, 1, 1), (0, 0, 2), (1, 1, 3))
+    row = _desc(nn.AvgPool3d(3, stride=2, padding=1, count_include_pad=False), torch.randn(1, 2, 5, 6, 7)).regions[0].row
+    assert (row.kind, row.dim_start, row.dim_end, row.window.dims) == ("avg", 2, 5, 3)
+    assert not row.window.count_include_pad
+    row = _desc(nn.AdaptiveAvgPool3d((1, 1, 1)), torch.randn(1, 2, 5, 6, 7)).regions[0].row
+    assert (row.family, row.kind, row.dim_start, row.dim_end, row.keepdim) == ("reduce", "mean", 2, 5, True)
 
 
 def test_untraceable_forward_is_not_covered():
