@@ -148,5 +148,7 @@ class RunOptions(_FromConfig):
     proposer_impl: str | None = _field("str", None, nullable=True)  # "module:factory" stand-in
     compiler_seeds: bool = _field("bool", True)  # each task's torch.compile kernels judged first (foundry.seeds)
     seed_timeout_s: float = _field("float", 300.0, min=1)  # longest a task's seed may take to make
+    # seeds an evaluator makes at once (null: 1 on a CPU evaluator, 3 on a GPU one)
+    seeds_per_evaluator: int | None = _field("int", None, nullable=True, min=1)
     profile_elites: bool = _field("bool", True)  # GPU runs: hardware metrics of each new elite's kernels
     ncu_share: float = _field("float", 0.05, min=0, max=1)  # most of an evaluator's time Nsight Compute may hold

@@ -119,8 +119,8 @@ class EvaluatorActor:
                 close()
 
 
-def evaluator_options(*, gpu: bool, cpus: float, max_restarts: int, slots: int) -> dict:
+def evaluator_options(*, gpu: bool, cpus: float, max_restarts: int, slots: int, seeds: int = 1) -> dict:
     return {"num_gpus": 1 if gpu else 0, "num_cpus": cpus, "max_restarts": max_restarts,
-            # + 3: `info`, one `compiler_seed` (the driver asks one at a time) and a `profile_elite`
-            # while every lane is busy
-            "max_task_retries": 0, "max_concurrency": max(1, slots) + 3}
+            # + 2 + seeds: `info`, a `profile_elite` and the `compiler_seed` calls the driver
+            # keeps in flight, while every lane is busy
+            "max_task_retries": 0, "max_concurrency": max(1, slots) + 2 + max(1, seeds)}

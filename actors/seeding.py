@@ -5,7 +5,7 @@ island's next proposal, like any other candidate: a correct one becomes an elite
 parent of the search and an inspiration in LLM prompts.
 
 `SeedService` is the evaluator's side (no Ray); `SeedRequests` is the driver's: it asks
-the evaluators, one task at a time on each, without waiting, and hands each seed that
+the evaluators, a few tasks at a time on each (`seeds_at_once`), without waiting, and hands each seed that
 comes back to an island, where it is judged before the island's next proposal. A task its
 island had retired for lack of new proposals opens again for its seed, and the driver does
 not end the run while a seed is still to come; an island whose loop had ended is run again.
@@ -62,11 +62,22 @@ class SeedService:
                                   on_end=self.gate.unregister, stopped_s=self.gate.frozen_s)
 
 
+def seeds_at_once(configured: int | None, *, gpu: bool) -> int:
+    """How many seeds an evaluator makes at once: `configured` (run.seeds_per_evaluator),
+    or by default 1 on a CPU evaluator (a seed's C++ compile takes a core the lanes need)
+    and 3 on a GPU one (a seed is mostly CPU work, Inductor's code generation and Triton
+    compiles, on a host with cores to spare; the GPU's memory is reserved per seed)."""
+    if configured is not None:
+        return max(1, int(configured))
+    return 3 if gpu else 1
+
+
 class SeedRequests:
     """The driver's side: one `compiler_seed` call per task, spread over the evaluators,
-    one at a time on each (an evaluator's lanes keep their threads)."""
+    at most `per_evaluator` at a time on each (an evaluator's lanes keep their threads)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, per_evaluator: int = 1) -> None:
+        self.per_evaluator = max(1, int(per_evaluator))
         self.queued: dict[int, list[tuple[Task, int]]] = {}  # evaluator index -> (task, island index)
         self.pending: dict[Any, tuple[str, int, int]] = {}  # object ref -> (task id, island, evaluator)
         self.evaluators: list = []
@@ -80,7 +91,8 @@ class SeedRequests:
         for k, task in enumerate(tasks):
             self.queued.setdefault(k % len(evaluators), []).append((task, order[k % len(order)]))
         for evaluator in list(self.queued):
-            self._ask(evaluator)
+            for _ in range(self.per_evaluator):
+                self._ask(evaluator)
 
     def _ask(self, evaluator: int) -> None:
         if self.queued.get(evaluator):

@@ -24,7 +24,7 @@ from actors.evaluation import tuner_config
 from actors.evaluator_actor import EvaluatorActor, evaluator_options
 from actors.island_actor import IslandActor
 from actors.prompt_actor import PromptEvolverActor
-from actors.seeding import SeedRequests
+from actors.seeding import SeedRequests, seeds_at_once
 from actors.proposer_actor import ProposerActor
 from foundry.store.rundir import write_atomic
 from foundry.store.unfinished import Unfinished, still_unfinished, write_unfinished
@@ -71,7 +71,8 @@ class Supervisor:
         self._drains: dict[int, Any] = {}  # island -> a drain call not collected yet
         self._calls_ref: Any = None  # the prompt actor's drain of LLM calls, not collected yet
         self._stopped = False
-        self.seeds = SeedRequests()  # each task's compiler seed, asked for at the start
+        # each task's compiler seed, asked for at the start, a few at a time per evaluator
+        self.seeds = SeedRequests(per_evaluator=seeds_at_once(settings.run.seeds_per_evaluator, gpu=bool(gpus)))
 
     def _note(self, cand, result, *, session: bool) -> None:
         self.by_island.setdefault(cand.island_id, []).append((cand, result))
@@ -89,7 +90,7 @@ class Supervisor:
         n_eval = self.gpus if self.gpus else s.ray.cpu_evaluators
         lanes = s.ray.slots(gpu=bool(self.gpus))
         opts = evaluator_options(gpu=bool(self.gpus), cpus=s.ray.evaluator_cpus,
-                                 max_restarts=s.ray.max_restarts, slots=lanes)
+                                 max_restarts=s.ray.max_restarts, slots=lanes, seeds=self.seeds.per_evaluator)
         eval_config = {**(raw.get("evaluator") or {})}
         tuning = tuner_config(raw.get("templates") or {}) if s.run.tune else None
         if not s.run.evaluator_impl:  # the runtime places evaluators, so it sets their device

@@ -1,5 +1,6 @@
-"""The driver asks each evaluator for one compiler seed at a time and hands every seed
-that comes back to its island (real Ray actors, stand-ins for evaluator and island)."""
+"""The driver asks each evaluator for a few compiler seeds at a time (one by default) and
+hands every seed that comes back to its island (real Ray actors, stand-ins for evaluator
+and island)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import time
 import pytest
 
 from actors.island_worker import SeedOutcome
-from actors.seeding import SeedRequests
+from actors.seeding import SeedRequests, seeds_at_once
 from foundry.types import Candidate, Task
 
 
@@ -16,7 +17,8 @@ def _task(i: int) -> Task:
     return Task(task_id=f"t{i}", path=f"t{i}.py", source=f"# {i}")
 
 
-def test_seeds_are_asked_one_at_a_time_per_evaluator_and_handed_to_islands(ray_session):
+@pytest.mark.parametrize("per_evaluator", [1, 2])
+def test_seeds_are_asked_a_few_at_a_time_per_evaluator_and_handed_to_islands(ray_session, per_evaluator):
     ray = ray_session
 
     @ray.remote(max_concurrency=4)
@@ -27,7 +29,7 @@ def test_seeds_are_asked_one_at_a_time_per_evaluator_and_handed_to_islands(ray_s
         def compiler_seed(self, task):
             self.running += 1
             self.most = max(self.most, self.running)
-            time.sleep(0.05)
+            time.sleep(0.2)
             self.running -= 1
             if task.task_id == "t3":
                 return None, "no seed: no kernels of its own"
@@ -51,9 +53,9 @@ def test_seeds_are_asked_one_at_a_time_per_evaluator_and_handed_to_islands(ray_s
 
     evaluators = [Evaluator.remote(), Evaluator.remote()]
     islands = {0: Island.remote(), 1: Island.remote()}
-    requests, said = SeedRequests(), []
+    requests, said = SeedRequests(per_evaluator=per_evaluator), []
     requests.start(tasks=[_task(i) for i in range(6)], evaluators=evaluators, islands=islands)
-    assert len(requests.pending) == 2  # one per evaluator
+    assert len(requests.pending) == 2 * per_evaluator  # that many per evaluator
     deadline = time.time() + 30
     handed = []
     while requests.outstanding() and time.time() < deadline:
@@ -62,7 +64,12 @@ def test_seeds_are_asked_one_at_a_time_per_evaluator_and_handed_to_islands(ray_s
     assert handed == [0]  # only t4's island had ended its loop
     assert set(requests.notes) == {f"t{i}" for i in range(6)}
     assert requests.notes["t3"] == "no seed: no kernels of its own"
-    assert ray.get([e.most_at_once.remote() for e in evaluators]) == [1, 1]
+    assert ray.get([e.most_at_once.remote() for e in evaluators]) == [per_evaluator] * 2
     got = ray.get([islands[0].received.remote(), islands[1].received.remote()])
     assert sorted(got[0] + got[1]) == ["t0", "t1", "t2", "t4", "t5"]
     assert got[1] == ["t1", "t5"] and len(said) == 5  # task k goes to island k % 2 (t3 has no seed)
+
+
+def test_a_gpu_evaluator_makes_three_seeds_at_once_by_default_and_a_cpu_one_one():
+    assert seeds_at_once(None, gpu=True) == 3 and seeds_at_once(None, gpu=False) == 1
+    assert seeds_at_once(2, gpu=False) == 2 and seeds_at_once(5, gpu=True) == 5
