@@ -5,9 +5,15 @@ templates know, with views (movement ops) where parameters must broadcast.
   module in eval mode): (x - mean) * rsqrt(var + eps) * weight + bias, the per-channel
   tensors viewed as (C, 1, ...) so they broadcast along dim 1;
 - `torch.max(x, dim).values` / `.indices`: the tuple items 0 / 1;
-- F.mse_loss(a, b, reduction="none"): (a - b) * (a - b);
-- F.smooth_l1_loss / F.huber_loss (reduction="none"): branch-free with a clamp;
-- F.kl_div(x, t, reduction="none", log_target=True): exp(t) * (t - x);
+- F.mse_loss(a, b): (a - b) * (a - b);
+- F.smooth_l1_loss / F.huber_loss: branch-free with a clamp;
+- F.kl_div(x, t, log_target=True): exp(t) * (t - x);
+- F.triplet_margin_loss: max(margin + d(a, p) - d(a, n), 0), d a p-norm (1 or 2) of the
+  difference plus eps over the last dim;
+- the loss modules (nn.MSELoss, nn.SmoothL1Loss, nn.HuberLoss, nn.KLDivLoss,
+  nn.TripletMarginLoss) as these calls;
+- each loss of same-shaped operands with its reduction ("none", "mean", "sum"; kl_div's
+  "batchmean" too) as a mean or sum over every element;
 - F.cosine_similarity(a, b, dim, eps): sum(a * b) / (max(|a|, eps) * max(|b|, eps)), three
   reductions over dim (torch divides by the norms before the sum: equal within rounding).
 """
@@ -35,6 +41,8 @@ def decompose(gm: fx.GraphModule) -> bool:
     graph, changed = gm.graph, False
     modules = dict(gm.named_modules())
     for node in list(graph.nodes):
+        changed |= _loss_module_as_function(node, modules, graph)
+    for node in list(graph.nodes):
         if node.op == "call_function" and node.target is getattr and node.args[1] in ("values", "indices"):
             with graph.inserting_before(node):
                 item = graph.call_function(operator.getitem, (node.args[0], 0 if node.args[1] == "values" else 1))
@@ -42,16 +50,8 @@ def decompose(gm: fx.GraphModule) -> bool:
             graph.erase_node(node)
             changed = True
             continue
-        if node.op == "call_function" and node.target is F.mse_loss and _arg(node, 2, "size_average") is None \
-                and _arg(node, 3, "reduce") is None and _arg(node, 4, "reduction", "mean") == "none":
-            with graph.inserting_before(node):
-                d = graph.call_function(operator.sub, (node.args[0], _arg(node, 1, "target")))
-                sq = graph.call_function(operator.mul, (d, d))
-            node.replace_all_uses_with(sq)
-            graph.erase_node(node)
-            changed = True
-            continue
-        if _robust_loss(node, graph) or _kl_div(node, graph) or _cosine_similarity(node, graph):
+        if _mse_loss(node, graph) or _robust_loss(node, graph) or _kl_div(node, graph) \
+                or _triplet_margin_loss(node, graph) or _cosine_similarity(node, graph):
             changed = True
             continue
         bn = _batch_norm_args(node, modules, graph)
@@ -83,13 +83,76 @@ def decompose(gm: fx.GraphModule) -> bool:
     return changed
 
 
+REDUCTIONS = ("none", "mean", "sum")  # a loss's reductions written here (kl_div also "batchmean")
+
+
+def _reduced(graph, out, reduction: str, *, rows: int | None = None):
+    """`out` (a loss per element) reduced as the loss's `reduction` says: unchanged, its
+    mean or sum over every element, or ("batchmean") its sum over the `rows` of the batch."""
+    if reduction == "none":
+        return out
+    if reduction == "mean":
+        return graph.call_function(torch.mean, (out,))
+    total = graph.call_function(torch.sum, (out,))
+    return graph.call_function(operator.truediv, (total, float(rows))) if reduction == "batchmean" else total
+
+
+def _same_shapes(node) -> bool:
+    """Whether the loss's input and target have the same known shape (broadcasting ones
+    are left to torch, which warns and broadcasts)."""
+    shapes = [getattr(v.meta.get("tensor_meta"), "shape", None) if isinstance(v, fx.Node) else None
+              for v in (node.args[0] if node.args else None, _arg(node, 1, "target"))]
+    return None not in shapes and tuple(shapes[0]) == tuple(shapes[1])
+
+
+def _loss_module_as_function(node, modules, graph) -> bool:
+    """A loss module's call (nn.MSELoss, nn.SmoothL1Loss, nn.HuberLoss, nn.KLDivLoss,
+    nn.TripletMarginLoss) as the functional call it makes, its settings as keywords, so the
+    rewrites below see it."""
+    module = modules.get(node.target) if node.op == "call_module" else None
+    settings = {nn.MSELoss: lambda m: (F.mse_loss, 2, {}),
+                nn.SmoothL1Loss: lambda m: (F.smooth_l1_loss, 2, {"beta": m.beta}),
+                nn.HuberLoss: lambda m: (F.huber_loss, 2, {"delta": m.delta}),
+                nn.KLDivLoss: lambda m: (F.kl_div, 2, {"log_target": m.log_target}),
+                nn.TripletMarginLoss: lambda m: (F.triplet_margin_loss, 3,
+                                                 {"margin": m.margin, "p": m.p, "eps": m.eps, "swap": m.swap}),
+                }.get(type(module))
+    if settings is None:
+        return False
+    fn, operands, kwargs = settings(module)
+    if len(node.args) != operands or node.kwargs:
+        return False
+    with graph.inserting_before(node):
+        call = graph.call_function(fn, tuple(node.args), {**kwargs, "reduction": module.reduction})
+    call.meta = dict(node.meta)
+    node.replace_all_uses_with(call)
+    graph.erase_node(node)
+    return True
+
+
+def _mse_loss(node, graph) -> bool:
+    if node.op != "call_function" or node.target is not F.mse_loss:
+        return False
+    reduction = _arg(node, 4, "reduction", "mean")
+    if _arg(node, 2, "size_average") is not None or _arg(node, 3, "reduce") is not None \
+            or _arg(node, 5, "weight") is not None or reduction not in REDUCTIONS or not _same_shapes(node):
+        return False
+    with graph.inserting_before(node):
+        d = graph.call_function(operator.sub, (node.args[0], _arg(node, 1, "target")))
+        out = _reduced(graph, graph.call_function(operator.mul, (d, d)), reduction)
+    node.replace_all_uses_with(out)
+    graph.erase_node(node)
+    return True
+
+
 def _robust_loss(node, graph) -> bool:
-    """smooth_l1_loss / huber_loss with reduction="none", branch-free with m = min(|a-b|, beta):
-    smooth L1 = 0.5 m^2 / beta + (d - m); Huber = 0.5 m^2 + delta (d - m)."""
+    """smooth_l1_loss / huber_loss, branch-free with m = min(|a-b|, beta): smooth L1 =
+    0.5 m^2 / beta + (d - m); Huber = 0.5 m^2 + delta (d - m); then the reduction."""
     if node.op != "call_function" or node.target not in (F.smooth_l1_loss, F.huber_loss):
         return False
     huber = node.target is F.huber_loss
-    if _arg(node, 3 if huber else 4, "reduction", "mean") != "none":
+    reduction = _arg(node, 2 if huber else 4, "reduction", "mean")
+    if reduction not in REDUCTIONS or not _same_shapes(node):
         return False
     if not huber and (_arg(node, 2, "size_average") is not None or _arg(node, 3, "reduce") is not None):
         return False
@@ -104,7 +167,7 @@ def _robust_loss(node, graph) -> bool:
         lin = graph.call_function(operator.sub, (d, m))
         if huber:
             lin = graph.call_function(operator.mul, (lin, float(beta)))
-        out = graph.call_function(operator.add, (sq, lin))
+        out = _reduced(graph, graph.call_function(operator.add, (sq, lin)), reduction)
     node.replace_all_uses_with(out)
     graph.erase_node(node)
     return True
@@ -113,13 +176,43 @@ def _robust_loss(node, graph) -> bool:
 def _kl_div(node, graph) -> bool:
     if node.op != "call_function" or node.target is not F.kl_div:
         return False
-    if _arg(node, 4, "reduction", "mean") != "none" or not _arg(node, 5, "log_target", False) \
-            or _arg(node, 2, "size_average") is not None or _arg(node, 3, "reduce") is not None:
+    reduction = _arg(node, 4, "reduction", "mean")
+    if reduction not in REDUCTIONS + ("batchmean",) or not _arg(node, 5, "log_target", False) \
+            or _arg(node, 2, "size_average") is not None or _arg(node, 3, "reduce") is not None \
+            or not _same_shapes(node):
         return False  # with a plain target torch uses xlogy (0 where t = 0): left to torch
     x, t = node.args[0], _arg(node, 1, "target")
+    shape = x.meta["tensor_meta"].shape
     with graph.inserting_before(node):
         out = graph.call_function(operator.mul, (graph.call_function(torch.exp, (t,)),
                                                  graph.call_function(operator.sub, (t, x))))
+        out = _reduced(graph, out, reduction, rows=int(shape[0]) if len(shape) else 1)
+    node.replace_all_uses_with(out)
+    graph.erase_node(node)
+    return True
+
+
+def _triplet_margin_loss(node, graph) -> bool:
+    """max(margin + d(a, p) - d(a, n), 0) with d(x, y) = ||x - y + eps|| over the last
+    dim (torch's pairwise distance), then the reduction; p-norms 1 and 2, no swap."""
+    if node.op != "call_function" or node.target is not F.triplet_margin_loss:
+        return False
+    anchor, positive, negative = (_arg(node, i, name) for i, name in enumerate(("anchor", "positive", "negative")))
+    margin, p, eps = _arg(node, 3, "margin", 1.0), _arg(node, 4, "p", 2), _arg(node, 5, "eps", 1e-6)
+    reduction = _arg(node, 9, "reduction", "mean")
+    shapes = {tuple(getattr(v.meta.get("tensor_meta"), "shape", ())) if isinstance(v, fx.Node) else None
+              for v in (anchor, positive, negative)}
+    if p not in (1, 2) or _arg(node, 6, "swap", False) or _arg(node, 7, "size_average") is not None \
+            or _arg(node, 8, "reduce") is not None or reduction not in REDUCTIONS or len(shapes) != 1 \
+            or None in shapes or not next(iter(shapes)) or not all(isinstance(v, (int, float)) for v in (margin, eps)):
+        return False
+    with graph.inserting_before(node):
+        def distance(other):
+            d = graph.call_function(operator.add, (graph.call_function(operator.sub, (anchor, other)), float(eps)))
+            return graph.call_function(torch.linalg.vector_norm, (d, float(p), -1))
+        gap = graph.call_function(operator.sub, (graph.call_function(operator.add, (distance(positive), float(margin))),
+                                                 distance(negative)))
+        out = _reduced(graph, graph.call_function(torch.clamp, (gap,), {"min": 0.0}), reduction)
     node.replace_all_uses_with(out)
     graph.erase_node(node)
     return True

@@ -188,13 +188,48 @@ def _reduce(region: Region):
         cbody += ["res = bi"]
     cbody += _store(region, "o * inner + c", "res", "msk")
     src += "\n\n" + _kernel(cname, region, cbody)
-    if kind == "prod":
-        src = MUL_COMBINE.replace("_mul_combine", f"{region.name}_mul").replace(
-            "_prod_reduce", f"{region.name}_prod") + "\n\n" + src.replace("_prod_reduce", f"{region.name}_prod")
     launch = ["B = int(self.params['BLOCK'])", "if inner == 1:",
               "    " + _call(rname, region, "outer"), "else:",
               "    " + _call(cname, region, "outer * triton.cdiv(inner, B)")]
+    if kind in TRITON_REDUCE:  # few long rows: split each over programs, then combine
+        split_src, launch = _split_reduce(region, launch)
+        src += "\n\n" + split_src
+    if kind == "prod":
+        src = MUL_COMBINE.replace("_mul_combine", f"{region.name}_mul").replace(
+            "_prod_reduce", f"{region.name}_prod") + "\n\n" + src.replace("_prod_reduce", f"{region.name}_prod")
     return src, launch
+
+
+SPLIT_PROGRAMS = 1024  # a reduction over contiguous rows splits each row until about this many programs run
+
+
+def _split_reduce(region: Region, launch: list) -> tuple[str, list]:
+    """A reduction over few long contiguous rows (a loss's mean over every element, a sum
+    over all but a small dim): each row split in SP chunks, one program per chunk writing
+    its partial (`_part`), then one program per row combining its SP partials, finishing
+    and applying the post chain (`_fin`). SP is the larger of the SPLIT parameter and
+    what brings outer * SP to about SPLIT_PROGRAMS, at most one chunk per BLOCK. Rows that
+    come out as one chunk use the one-program-per-row kernel."""
+    init, comb, red, fin = TRITON_REDUCE[region.row.kind]
+    pname, fname = f"{region.name}_part", f"{region.name}_fin"
+    pre, v = _pre(region, "base + l", "msk")
+    pbody = ["pid = tl.program_id(0)", *_CHUNK, f"acc = tl.full([BLOCK], {init}, tl.float32)"]
+    pbody += _loop("l0", "start", "stop", "BLOCK", ["l = l0 + tl.arange(0, BLOCK)", "msk = l < stop", *pre,
+                                                    f"acc = tl.where(msk, {comb.format(a='acc', v=v)}, acc)"])
+    pbody += [f"tl.store(part + pid, {red}(acc, axis=0))"]
+    fbody = ["o = tl.program_id(0).to(tl.int64)", "k = tl.arange(0, SPLIT_P2)",
+             f"pv = tl.load(part + o * SPLIT + k, mask=k < SPLIT, other={init})",
+             f"res = {fin.format(a=red + '(pv, axis=0)')}", *_store(region, "o", "res", "")]
+    extra = ("part", "SPLIT", "SPLIT_P2: tl.constexpr")
+    src = _kernel(pname, region, pbody, extra) + "\n\n" + _kernel(fname, region, fbody, extra)
+    split = ["B = int(self.params['BLOCK'])",
+             f"SP = min(max(int(self.params['SPLIT']), triton.cdiv({SPLIT_PROGRAMS}, outer)), triton.cdiv(L, B))",
+             "if inner == 1 and SP > 1:",
+             "    part = torch.empty(outer * SP, dtype=torch.float32, device=out.device)",
+             "    " + _call(pname, region, "outer * SP", "part, SP, SPLIT_P2=triton.next_power_of_2(SP)"),
+             "    " + _call(fname, region, "outer", "part, SP, SPLIT_P2=triton.next_power_of_2(SP)"),
+             "el" + launch[1]]
+    return src, split + launch[2:]
 
 
 _CHUNK = ["o = (pid // SPLIT).to(tl.int64)", "s = pid % SPLIT", "base = o * L",

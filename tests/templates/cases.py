@@ -97,6 +97,29 @@ CASES += [
      "pass", "[]", X5),
     ("maxpool_nan", "return F.max_pool2d(torch.log(xs[0]), 2)", "pass", "[]", X5),
 ]
+CASES += [  # reductions over few long rows (split over programs in Triton), losses reduced to one value
+    ("mse_mean_all", "return torch.mean((xs[0] - xs[1]) ** 2)", "pass", "[]",
+     "[torch.randn(3, 700), torch.randn(3, 700)]"),
+    ("sum_all_post", "return torch.sigmoid(xs[0].sum()) * 2.0", "pass", "[]", "[torch.randn(5, 301)]"),
+    ("max_few_long_rows", "return torch.amax(torch.abs(xs[0]), dim=1) - 1.0", "pass", "[]", "[torch.randn(3, 1000)]"),
+    ("norm_few_long_rows_bias", "return torch.norm(xs[0], p=2, dim=1) + self.b", "self.b = nn.Parameter(torch.randn(2))",
+     "[]", "[torch.randn(2, 999)]"),
+    ("prod_few_long_rows", "return torch.prod(xs[0] * 0.01 + 1.0, dim=1)", "pass", "[]", "[torch.randn(2, 600)]"),
+    ("smooth_l1_mean", "return F.smooth_l1_loss(xs[0] * 2.0, xs[1])", "pass", "[]",
+     "[torch.randn(3, 400), torch.randn(3, 400)]"),
+    ("huber_sum_delta", "return F.huber_loss(xs[0], xs[1], reduction='sum', delta=0.5)", "pass", "[]",
+     "[torch.randn(3, 10, 7), torch.randn(3, 10, 7)]"),
+    ("mse_module_mean", "return self.l(xs[0], xs[1])", "self.l = nn.MSELoss()", "[]",
+     "[torch.randn(4, 33), torch.randn(4, 33)]"),
+    ("kl_div_batchmean", "return F.kl_div(F.log_softmax(xs[0], dim=1), F.log_softmax(xs[1], dim=1),"
+     " reduction='batchmean', log_target=True)", "pass", "[]", "[torch.randn(4, 33), torch.randn(4, 33)]"),
+    ("triplet_module_mean", "return self.l(xs[0], xs[1], xs[2])", "self.l = nn.TripletMarginLoss(margin=0.5)", "[]",
+     "[torch.randn(6, 40), torch.randn(6, 40), torch.randn(6, 40)]"),
+    ("triplet_l1_none", "return F.triplet_margin_loss(xs[0], xs[1], xs[2], margin=2.0, p=1, reduction='none')",
+     "pass", "[]", "[torch.randn(3, 5, 9), torch.randn(3, 5, 9), torch.randn(3, 5, 9)]"),
+    ("hinge_mean", "return torch.mean(torch.clamp(1 - xs[0] * xs[1], min=0))", "pass", "[]",
+     "[torch.randn(4, 257), torch.randn(4, 257)]"),
+]
 X1D = "[torch.randn(2, 3, 23)]"
 X3D = "[torch.randn(2, 3, 7, 6, 9)]"
 CASES += [  # pooling over 1 and 3 spatial dims, dilation, global average pooling

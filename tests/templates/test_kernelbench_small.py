@@ -1,7 +1,8 @@
-"""KernelBench's pooling problems (1-D, 3-D, dilated, global average, pooling after a
-convolution or GEMM), read from the shared KernelBench folder and run at small sizes:
-the template applies, and its kernels match the reference in C and in Triton's
-interpreter. Skipped where the folder is absent."""
+"""KernelBench problems the templates were widened for (pooling over 1-3 dims, dilated,
+global average, pooling after a convolution or GEMM; losses reduced to one value), read
+from the shared KernelBench folder and run at small sizes: the template applies, and its
+kernels match the reference in C and in Triton's interpreter. Skipped where the folder
+is absent."""
 
 import os
 
@@ -35,6 +36,10 @@ PROBLEMS = [
      {**SPATIAL_3D, "in_channels": 3, "out_channels": 4}),
     ("level2/89_ConvTranspose3d_MaxPool_Softmax_Subtract_Swish_Max.py", SPATIAL_3D),
     ("level2/96_ConvTranspose3d_Multiply_Max_GlobalAvgPool_Clamp.py", SPATIAL_3D),
+    ("level1/94_MSELoss.py", {"batch_size": 3, "input_shape": (500,)}),
+    ("level1/96_HuberLoss.py", {"batch_size": 3, "input_shape": (500,)}),
+    ("level1/99_TripletMarginLoss.py", {"batch_size": 5, "input_shape": (300,)}),
+    ("level1/100_HingeLoss.py", {"batch_size": 40, "input_shape": (40,)}),  # its targets broadcast over rows
 ]
 
 
@@ -49,7 +54,7 @@ def _small_task(tmp_path: Path, problem: str, sizes: dict):
 
 @pytest.mark.parametrize("backend", ["c", "triton"])
 @pytest.mark.parametrize("problem,sizes", PROBLEMS, ids=[p.split("/")[-1][:-3] for p, _ in PROBLEMS])
-def test_kernelbench_pooling_problem_is_covered_and_matches(tmp_path, problem, sizes, backend):
+def test_kernelbench_problem_is_covered_and_matches(tmp_path, problem, sizes, backend):
     if backend == "triton":
         pytest.importorskip("triton")
     task = _small_task(tmp_path, problem, sizes)
