@@ -5,6 +5,7 @@ templates know, with views (movement ops) where parameters must broadcast.
   module in eval mode): (x - mean) * rsqrt(var + eps) * weight + bias, the per-channel
   tensors viewed as (C, 1, ...) so they broadcast along dim 1;
 - `torch.max(x, dim).values` / `.indices`: the tuple items 0 / 1;
+- torch.min/max (and minimum/maximum) of a float tensor and `torch.tensor(c)`: a clamp;
 - F.mse_loss(a, b): (a - b) * (a - b);
 - F.smooth_l1_loss / F.huber_loss: branch-free with a clamp;
 - F.kl_div(x, t, log_target=True): exp(t) * (t - x);
@@ -20,6 +21,7 @@ templates know, with views (movement ops) where parameters must broadcast.
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -28,6 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
+FX_CONSTANT = "_tensor_constant"  # torch.fx's name for a tensor made in the traced forward
 
 
 def _arg(node, i, name, default=None):
@@ -50,7 +53,7 @@ def decompose(gm: fx.GraphModule) -> bool:
             graph.erase_node(node)
             changed = True
             continue
-        if _mse_loss(node, graph) or _robust_loss(node, graph) or _kl_div(node, graph) \
+        if _bound_by_constant(node, gm) or _mse_loss(node, graph) or _robust_loss(node, graph) or _kl_div(node, graph) \
                 or _triplet_margin_loss(node, graph) or _cosine_similarity(node, graph):
             changed = True
             continue
@@ -126,6 +129,42 @@ def _loss_module_as_function(node, modules, graph) -> bool:
         call = graph.call_function(fn, tuple(node.args), {**kwargs, "reduction": module.reduction})
     call.meta = dict(node.meta)
     node.replace_all_uses_with(call)
+    graph.erase_node(node)
+    return True
+
+
+def _constant_tensor(value, gm: fx.GraphModule) -> float | None:
+    """The number a 0-d tensor constant holds (`torch.tensor(c)` in the forward, which
+    tracing keeps as a `get_attr` of the attribute `_tensor_constant<N>` it adds; a
+    module's own buffers and parameters are not constants), else None."""
+    if not (isinstance(value, fx.Node) and value.op == "get_attr" and str(value.target).startswith(FX_CONSTANT)):
+        return None
+    held = getattr(gm, str(value.target), None)
+    if not isinstance(held, torch.Tensor) or isinstance(held, nn.Parameter) or held.dim() != 0 or held.is_complex():
+        return None
+    number = float(held.item())
+    return None if math.isnan(number) else number
+
+
+def _bound_by_constant(node, gm: fx.GraphModule) -> bool:
+    """torch.min/minimum(x, torch.tensor(c)) -> clamp(x, max=c); max/maximum -> clamp(min=c)
+    (both propagate NaN from x, and promote as the two-tensor call does for a float x)."""
+    if node.op != "call_function" or len(node.args) != 2 or node.kwargs:
+        return False
+    upper = {torch.min: True, torch.minimum: True, torch.max: False, torch.maximum: False}.get(node.target)
+    x, bound = node.args
+    if _constant_tensor(x, gm) is not None:
+        x, bound = bound, x
+    c = _constant_tensor(bound, gm)
+    if upper is None or c is None or not isinstance(x, fx.Node) or _constant_tensor(x, gm) is not None:
+        return False
+    tm = x.meta.get("tensor_meta")
+    if tm is None or not getattr(tm, "dtype", None) or not tm.dtype.is_floating_point:
+        return False
+    graph = gm.graph
+    with graph.inserting_before(node):
+        out = graph.call_function(torch.clamp, (x,), {"max" if upper else "min": c})
+    node.replace_all_uses_with(out)
     graph.erase_node(node)
     return True
 

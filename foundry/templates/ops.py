@@ -43,13 +43,15 @@ _FUNCS = _fns(
     ("exp", [torch.exp]), ("log", [torch.log]),
     ("sqrt", [torch.sqrt]), ("rsqrt", [torch.rsqrt]), ("abs", [torch.abs]),
     ("neg", [torch.neg, operator.neg]), ("reciprocal", [torch.reciprocal]),
-    ("add", [torch.add, operator.add]), ("sub", [torch.sub, operator.sub]),
-    ("mul", [torch.mul, operator.mul]), ("div", [torch.div, operator.truediv]),
+    ("add", [torch.add, operator.add]), ("sub", [torch.sub, torch.subtract, operator.sub]),
+    ("mul", [torch.mul, torch.multiply, operator.mul]),
+    ("div", [torch.div, torch.divide, torch.true_divide, operator.truediv]),
     ("maximum", [torch.maximum]), ("minimum", [torch.minimum]),
     ("pow", [torch.pow, operator.pow]), ("identity", [F.dropout]),
 )
 _METHODS = {m: m for m in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
                            "neg", "reciprocal", "add", "sub", "mul", "div", "clamp", "pow")}
+_METHODS.update({"subtract": "sub", "multiply": "mul", "divide": "div", "true_divide": "div"})
 _METHODS.update({"clip": "clamp", "maximum": "maximum", "minimum": "minimum", "clamp_min": "clamp_min",
                  "clamp_max": "clamp_max"})
 _MODULES = {nn.ReLU: "relu", nn.Sigmoid: "sigmoid", nn.Tanh: "tanh", nn.GELU: "gelu",

@@ -117,6 +117,9 @@ CASES += [  # reductions over few long rows (split over programs in Triton), los
      "[torch.randn(6, 40), torch.randn(6, 40), torch.randn(6, 40)]"),
     ("triplet_l1_none", "return F.triplet_margin_loss(xs[0], xs[1], xs[2], margin=2.0, p=1, reduction='none')",
      "pass", "[]", "[torch.randn(3, 5, 9), torch.randn(3, 5, 9), torch.randn(3, 5, 9)]"),
+    ("min_with_constant_tensor", "return torch.min(xs[0], torch.tensor(0.3)) * 2.0", "pass", "[]", X),
+    ("maximum_constant_first_aliases", "return torch.multiply(torch.maximum(torch.tensor(-0.2), xs[0]), 3.0)"
+     " - torch.subtract(xs[0], 1.0)", "pass", "[]", X),
     ("hinge_mean", "return torch.mean(torch.clamp(1 - xs[0] * xs[1], min=0))", "pass", "[]",
      "[torch.randn(4, 257), torch.randn(4, 257)]"),
 ]

@@ -1,5 +1,6 @@
 """KernelBench problems the templates were widened for (pooling over 1-3 dims, dilated,
-global average, pooling after a convolution or GEMM; losses reduced to one value), read
+global average, pooling after a convolution or GEMM; losses reduced to one value; a
+minimum with a tensor constant, torch.multiply), read
 from the shared KernelBench folder and run at small sizes: the template applies, and its
 kernels match the reference in C and in Triton's interpreter. Skipped where the folder
 is absent."""
@@ -36,6 +37,10 @@ PROBLEMS = [
      {**SPATIAL_3D, "in_channels": 3, "out_channels": 4}),
     ("level2/89_ConvTranspose3d_MaxPool_Softmax_Subtract_Swish_Max.py", SPATIAL_3D),
     ("level2/96_ConvTranspose3d_Multiply_Max_GlobalAvgPool_Clamp.py", SPATIAL_3D),
+    ("level2/31_Conv2d_Min_Add_Multiply.py", {"batch_size": 2, "in_channels": 3, "out_channels": 4, "height": 9,
+                                              "width": 9, "bias_shape": (4, 1, 1)}),
+    ("level2/52_Conv2d_Activation_BatchNorm.py", {"batch_size": 2, "in_channels": 3, "out_channels": 4, "height": 9,
+                                                  "width": 9}),
     ("level1/94_MSELoss.py", {"batch_size": 3, "input_shape": (500,)}),
     ("level1/96_HuberLoss.py", {"batch_size": 3, "input_shape": (500,)}),
     ("level1/99_TripletMarginLoss.py", {"batch_size": 5, "input_shape": (300,)}),
