@@ -1,5 +1,6 @@
 """Run every template candidate of the suite through the real judge (foundry.evaluate)
-and print its verdict: stage, correctness, guard flags, speedup.
+and print its verdict: stage, correctness, guard flags, speedup over eager (and over
+torch.compile with --compile-baseline).
 
     python benchmarks/templates_judge.py [--backend c|triton] [--level 1 2 3] [--only SUBSTR]
 
@@ -48,7 +49,8 @@ def main() -> int:
             n_ok += bool(r.correct)
             flags.update(r.flags)
             sp = f"{r.speedup_eager:.2f}x" if r.speedup_eager else "-"
-            print(f"{task.task_id:42s} stage={r.stage} correct={r.correct} speedup={sp} flags={list(r.flags)} "
+            spc = f" vs torch.compile={r.speedup_compile:.2f}x" if r.speedup_compile else ""
+            print(f"{task.task_id:42s} stage={r.stage} correct={r.correct} speedup={sp}{spc} flags={list(r.flags)} "
                   f"{r.error[:160]!r}", flush=True)
     print(f"\ncorrect {n_ok}/{n_cov} covered; guard flags: {dict(flags)}")
     return 0
