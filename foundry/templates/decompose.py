@@ -33,6 +33,13 @@ _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 FX_CONSTANT = "_tensor_constant"  # torch.fx's name for a tensor made in the traced forward
 
 
+def _replaced(graph, node, out) -> bool:
+    """`node`'s users read `out` instead, and `node` is gone: a rewrite is done."""
+    node.replace_all_uses_with(out)
+    graph.erase_node(node)
+    return True
+
+
 def _arg(node, i, name, default=None):
     if len(node.args) > i:
         return node.args[i]
@@ -128,9 +135,7 @@ def _loss_module_as_function(node, modules, graph) -> bool:
     with graph.inserting_before(node):
         call = graph.call_function(fn, tuple(node.args), {**kwargs, "reduction": module.reduction})
     call.meta = dict(node.meta)
-    node.replace_all_uses_with(call)
-    graph.erase_node(node)
-    return True
+    return _replaced(graph, node, call)
 
 
 def _constant_tensor(value, gm: fx.GraphModule) -> float | None:
@@ -164,9 +169,7 @@ def _bound_by_constant(node, gm: fx.GraphModule) -> bool:
     graph = gm.graph
     with graph.inserting_before(node):
         out = graph.call_function(torch.clamp, (x,), {"max" if upper else "min": c})
-    node.replace_all_uses_with(out)
-    graph.erase_node(node)
-    return True
+    return _replaced(graph, node, out)
 
 
 def _mse_loss(node, graph) -> bool:
@@ -179,9 +182,7 @@ def _mse_loss(node, graph) -> bool:
     with graph.inserting_before(node):
         d = graph.call_function(operator.sub, (node.args[0], _arg(node, 1, "target")))
         out = _reduced(graph, graph.call_function(operator.mul, (d, d)), reduction)
-    node.replace_all_uses_with(out)
-    graph.erase_node(node)
-    return True
+    return _replaced(graph, node, out)
 
 
 def _robust_loss(node, graph) -> bool:
@@ -207,9 +208,7 @@ def _robust_loss(node, graph) -> bool:
         if huber:
             lin = graph.call_function(operator.mul, (lin, float(beta)))
         out = _reduced(graph, graph.call_function(operator.add, (sq, lin)), reduction)
-    node.replace_all_uses_with(out)
-    graph.erase_node(node)
-    return True
+    return _replaced(graph, node, out)
 
 
 def _kl_div(node, graph) -> bool:
@@ -226,9 +225,7 @@ def _kl_div(node, graph) -> bool:
         out = graph.call_function(operator.mul, (graph.call_function(torch.exp, (t,)),
                                                  graph.call_function(operator.sub, (t, x))))
         out = _reduced(graph, out, reduction, rows=int(shape[0]) if len(shape) else 1)
-    node.replace_all_uses_with(out)
-    graph.erase_node(node)
-    return True
+    return _replaced(graph, node, out)
 
 
 def _triplet_margin_loss(node, graph) -> bool:
@@ -252,9 +249,7 @@ def _triplet_margin_loss(node, graph) -> bool:
         gap = graph.call_function(operator.sub, (graph.call_function(operator.add, (distance(positive), float(margin))),
                                                  distance(negative)))
         out = _reduced(graph, graph.call_function(torch.clamp, (gap,), {"min": 0.0}), reduction)
-    node.replace_all_uses_with(out)
-    graph.erase_node(node)
-    return True
+    return _replaced(graph, node, out)
 
 
 def _cosine_similarity(node, graph) -> bool:
@@ -273,9 +268,7 @@ def _cosine_similarity(node, graph) -> bool:
             return graph.call_function(torch.clamp, (n,), {"min": float(eps)})
         dot = graph.call_function(torch.sum, (graph.call_function(operator.mul, (a, b)),), {"dim": dim})
         out = graph.call_function(operator.truediv, (dot, graph.call_function(operator.mul, (norm(a), norm(b)))))
-    node.replace_all_uses_with(out)
-    graph.erase_node(node)
-    return True
+    return _replaced(graph, node, out)
 
 
 def _batch_norm_args(node, modules, graph):
