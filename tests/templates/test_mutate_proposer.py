@@ -1,6 +1,7 @@
 """Mutations, template state, fusion boundaries and the proposer's three modes."""
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,8 @@ from foundry.templates.engine import describe_task
 from foundry.templates.mutate import TemplateState, mutate, read_state, split_epilogues, splittable
 from foundry.tuning.space import read_tunable
 from foundry.types import Candidate, EvalResult, ProposalRequest
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SOFTMAX_POST = dict(forward="return torch.tanh(torch.softmax(xs[0] + 1.0, dim=-1) * 4.0)",
                     inputs="[torch.randn(5, 40)]")
@@ -97,6 +100,19 @@ async def test_disabled_families_are_not_covered(task):
     p = TemplateProposer(config=TemplateConfig(families=("pointwise", "reduce")))
     c = await p.propose(ProposalRequest(task=task, backend="c", mode="translate"))
     assert c.source == "" and "softmax" in c.note
+
+
+@pytest.mark.parametrize("forward,family", [("return F.max_pool2d(torch.relu(xs[0]), 2)", "pool"),
+                                            ("return torch.cumsum(xs[0], dim=1)", "scan"),
+                                            ("return torch.softmax(xs[0], dim=-1)", "softmax")])
+async def test_the_default_config_proposes_for_every_family_the_emitters_know(tmp_path, forward, family):
+    import yaml
+    shipped = yaml.safe_load((ROOT / "conf" / "templates" / "default.yaml").read_text())
+    task = make_task(tmp_path, family, forward=forward, inputs="[torch.randn(2, 3, 6, 7)]")
+    assert family in describe_task(task).families
+    for config in (TemplateConfig(), TemplateConfig.from_config(shipped)):  # the main job's default is the YAML's
+        c = await TemplateProposer(config=config).propose(ProposalRequest(task=task, backend="c", mode="translate"))
+        assert c.source and c.origin == "template", c.note
 
 
 async def test_optimize_a_non_template_parent_starts_from_a_template(task):
