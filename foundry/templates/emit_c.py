@@ -396,9 +396,10 @@ def _pool_paths(region: Region) -> list:
         pre, v = _pre_at(region, f"rowbase + {col}")
     step = (f"acc[ow - c0] = ({v} > acc[ow - c0] || {v} != {v}) ? {v} : acc[ow - c0];" if is_max
             else f"acc[ow - c0] += {v};")
+    reach = f"{pw} - {_times('b', dw)}"  # how far before the output's window start offset b reads
     offsets = [f"for (int64_t b = 0; b < {kw}; b++) {{",
-               f"    const int64_t lo0 = {pw} - {_times('b', dw)} > 0 ? ({pw} - {_times('b', dw)} + {sw - 1}) / {sw} : 0;",
-               f"    const int64_t num = W - 1 + {pw} - {_times('b', dw)};",
+               f"    const int64_t lo0 = {reach} > 0 ? ({reach} + {sw - 1}) / {sw} : 0;",
+               f"    const int64_t num = W - 1 + {reach};",
                f"    const int64_t hi0 = num < 0 ? 0 : num / {sw} + 1;",
                "    const int64_t lo = lo0 > c0 ? lo0 : c0, hi = hi0 < c1 ? hi0 : c1;",
                "    #pragma omp simd", "    for (int64_t ow = lo; ow < hi; ow++) {",

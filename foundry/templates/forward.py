@@ -116,9 +116,10 @@ _KEEP_MODULES = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d,
 _KEEP_FUNCS = {torch.matmul, torch.mm, torch.bmm, torch.nn.functional.linear, torch.nn.functional.conv1d,
                torch.nn.functional.conv2d, torch.nn.functional.conv3d, torch.flatten, torch.reshape,
                torch.cat, torch.stack, torch.transpose, torch.permute, torch.squeeze, torch.unsqueeze,
-               torch.zeros_like, torch.ones_like, torch.empty_like, torch.chunk, torch.split, torch.narrow}
+               torch.zeros_like, torch.ones_like, torch.empty_like, torch.chunk, torch.split, torch.narrow,
+               torch.select}
 _KEEP_METHODS = {"view", "reshape", "flatten", "permute", "transpose", "contiguous", "size", "unsqueeze",
-                 "squeeze", "expand", "expand_as", "view_as", "chunk", "split", "narrow", "unflatten", "t",
+                 "squeeze", "expand", "expand_as", "view_as", "chunk", "split", "narrow", "select", "unflatten", "t",
                  "dim", "numel", "clone", "detach"}
 
 

@@ -41,6 +41,7 @@ PROBLEMS = [
                                               "width": 9, "bias_shape": (4, 1, 1)}),
     ("level2/52_Conv2d_Activation_BatchNorm.py", {"batch_size": 2, "in_channels": 3, "out_channels": 4, "height": 9,
                                                   "width": 9}),
+    ("level1/92_cumsum_exclusive.py", {"batch_size": 3, "input_shape": (50,)}),
     ("level1/94_MSELoss.py", {"batch_size": 3, "input_shape": (500,)}),
     ("level1/96_HuberLoss.py", {"batch_size": 3, "input_shape": (500,)}),
     ("level1/99_TripletMarginLoss.py", {"batch_size": 5, "input_shape": (300,)}),

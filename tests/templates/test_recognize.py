@@ -124,7 +124,8 @@ def test_pooling_over_one_to_three_dims_is_one_window_and_global_average_a_mean(
     row = d.regions[0].row
     assert (row.family, row.kind, row.dim_start, row.dim_end) == ("pool", "max", 2, 3)
     assert row.window.as_3d() == ((1, 1, 4), (1, 1, 1), (0, 0, 2), (1, 1, 3))
-    row = _desc(nn.AvgPool3d(3, stride=2, padding=1, count_include_pad=False), torch.randn(1, 2, 5, 6, 7)).regions[0].row
+    pool = nn.AvgPool3d(3, stride=2, padding=1, count_include_pad=False)
+    row = _desc(pool, torch.randn(1, 2, 5, 6, 7)).regions[0].row
     assert (row.kind, row.dim_start, row.dim_end, row.window.dims) == ("avg", 2, 5, 3)
     assert not row.window.count_include_pad
     row = _desc(nn.AdaptiveAvgPool3d((1, 1, 1)), torch.randn(1, 2, 5, 6, 7)).regions[0].row
