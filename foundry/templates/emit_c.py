@@ -77,6 +77,8 @@ def _params(region: Region) -> list:
             params.append(("const float* restrict", "w"))
         if region.row.bias:
             params.append(("const float* restrict", "bb"))
+        if region.row.index:
+            params.append(("const int64_t* restrict", "ix"))
     params.append((f"{C_DTYPE[region.out_dtype]}* restrict", "out"))
     params += [("int64_t", n) for n in phase_ints(region)]
     return params
@@ -134,7 +136,7 @@ def emit_region_c(region: Region) -> str:
         return _kernel(region, [(None, "Rp * ((Kp + @BLOCK@ - 1) / @BLOCK@)", _pointwise_body(region))])
     fam = region.row.family
     make = {"reduce": _reduce_paths, "softmax": _softmax_paths, "norm": _norm_paths,
-            "scan": _scan_paths, "pool": _pool_paths}.get(fam)
+            "scan": _scan_paths, "pool": _pool_paths, "loss": _loss_paths}.get(fam)
     if make is None:
         raise ValueError(f"no C template for row family {fam!r}")
     return _kernel(region, make(region))
@@ -427,3 +429,31 @@ def _pool_paths(region: Region) -> list:
                 *planes, "for (int64_t ow = c0; ow < c1; ow++) {", *["    " + x for x in finish], "}"]],
             "}"]
     return [(None, "outer * OD * OH", body)]
+
+
+def _loss_paths(region: Region) -> list:
+    """Cross entropy over rows of L classes: the row's logsumexp (the pre chain on each
+    element) less the pre value at the row's class; 0 where the class is ignore_index,
+    NaN where it is outside the row (torch raises there). "none": one task per row; "sum"
+    and "mean": one task over every row, summing in double (a mean divides by the rows
+    not ignored: 0 of them gives NaN, as torch)."""
+    row = region.row
+    pre, v = _pre_at(region, "base + l")
+    at_class, picked = _pre_at(region, "base + c")
+    loss = ["const int64_t base = r * L;", "float m = -INFINITY;",
+            *_loop("l", "L", pre + [f"m = kf_max(m, {v});"], "#pragma omp simd reduction(max:m)"),
+            "float acc = 0.f;",
+            *_loop("l", "L", pre + [f"acc += kf_exp({v} - m);"], "#pragma omp simd reduction(+:acc)"),
+            "const int64_t c = ix[r];", "float loss = 0.f;",
+            f"if (c != {row.ignore_index}) {{",
+            "    if (c < 0 || c >= L) {", "        loss = NAN;", "    } else {",
+            *["        " + x for x in at_class],
+            f"        loss = (m == -INFINITY ? m : m + kf_log(acc)) - {picked};", "    }", "}"]
+    if row.reduction == "none":
+        return [(None, "outer", ["const int64_t r = t;", *loss, *_post_write(region, "t", "loss")])]
+    value = "(float)total" if row.reduction == "sum" else "(float)(total / (double)counted)"
+    body = ["(void)t;", "double total = 0.0;", "int64_t counted = 0;",
+            "for (int64_t r = 0; r < outer; r++) {", *["    " + x for x in loss],
+            "    total += loss;", f"    counted += ix[r] != {row.ignore_index};", "}",
+            *_post_write(region, "0", value)]
+    return [(None, "1", body)]

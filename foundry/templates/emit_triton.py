@@ -5,7 +5,8 @@ per row with BLOCK-wide accumulators when rows are contiguous; one program per B
 columns, walking the reduced dim, when they are not, so loads stay coalesced), softmax
 and norms (split-row: a stats kernel per (row, chunk) and an apply kernel that merges
 the chunk statistics, so few long rows still fill the GPU), scans (chunked tl.cumsum
-with a carry), 1-3-D pooling (BLOCK outputs per program, the window unrolled).
+with a carry), 1-3-D pooling (BLOCK outputs per program, the window unrolled), cross
+entropy (one program per row; a reduced loss sums the rows' losses in a second kernel).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ def _params(region: Region) -> list:
     if region.post is not None:
         names += [f"q{k}" for k in range(len(region.post.operands))]
     if region.row is not None:
-        names += [n for n, present in (("w", region.row.weight), ("bb", region.row.bias)) if present]
+        names += [n for n, present in (("w", region.row.weight), ("bb", region.row.bias), ("ix", region.row.index))
+                  if present]
     return names + ["out"] + phase_ints(region)
 
 
@@ -105,7 +107,8 @@ def emit_region_triton(region: Region) -> tuple[str, list]:
     if region.row is None:
         return _pointwise(region)
     fam = region.row.family
-    make = {"reduce": _reduce, "softmax": _softmax, "norm": _norm, "scan": _scan, "pool": _pool}.get(fam)
+    make = {"reduce": _reduce, "softmax": _softmax, "norm": _norm, "scan": _scan, "pool": _pool,
+            "loss": _loss}.get(fam)
     if make is None:
         raise ValueError(f"no Triton template for row family {fam!r}")
     return make(region)
@@ -385,3 +388,39 @@ def _pool(region: Region):
     body += _store(region, "o", value, "m")
     launch = ["B = int(self.params['BLOCK'])", _call(name, region, "triton.cdiv(outer * OD * OH * OW, B)")]
     return _kernel(name, region, body), launch
+
+
+def _loss(region: Region):
+    """Cross entropy: one program per row of L classes, the row's logsumexp taken online
+    in BLOCK chunks (the pre chain on each element) less the pre value at the row's class;
+    0 where the class is ignore_index, NaN where it is outside the row. "none" writes each
+    row's loss; "sum"/"mean" write them to a buffer that one program then sums (a mean
+    over the rows not ignored)."""
+    row = region.row
+    rname, tname = f"{region.name}_ce_rows", f"{region.name}_ce_total"
+    pre, v = _pre(region, "base + l", "msk")
+    at_class, picked = _pre(region, "base + cls", "inb")
+    body = ["o = tl.program_id(0).to(tl.int64)", "base = o * L",
+            "m = tl.full([BLOCK], float('-inf'), tl.float32)", "acc = tl.zeros([BLOCK], tl.float32)"]
+    body += _loop("l0", "0", "L", "BLOCK", ["l = l0 + tl.arange(0, BLOCK)", "msk = l < L", *pre,
+                                            f"vv = tl.where(msk, {v}, float('-inf'))", "mn = tl.maximum(m, vv)",
+                                            "safe = tl.where(mn == float('-inf'), 0.0, mn)",
+                                            "acc = acc * tl.exp(m - safe) + tl.exp(vv - safe)", "m = mn"])
+    body += ["mm = tl.max(m, axis=0)", "safe = tl.where(mm == float('-inf'), 0.0, mm)",
+             "lse = mm + tl.log(tl.sum(acc * tl.exp(m - safe), axis=0))",
+             "cls = tl.load(ix + o)", "inb = (cls >= 0) & (cls < L)", *at_class,
+             f"loss = tl.where(cls == {row.ignore_index}, 0.0, tl.where(inb, lse - {picked}, float('nan')))"]
+    launch = ["B = int(self.params['BLOCK'])"]
+    if row.reduction == "none":
+        return _kernel(rname, region, body + _store(region, "o", "loss", "")), launch + [_call(rname, region, "outer")]
+    total = ["acc = tl.zeros([BLOCK], tl.float32)", "cnt = tl.zeros([BLOCK], tl.float32)"]
+    total += _loop("r0", "0", "outer", "BLOCK", [
+        "r = r0 + tl.arange(0, BLOCK)", "msk = r < outer", "acc += tl.load(part + r, mask=msk, other=0.0)",
+        f"cnt += tl.where(msk & (tl.load(ix + r, mask=msk, other=0) != {row.ignore_index}), 1.0, 0.0)"])
+    total += ["res = tl.sum(acc, axis=0)" + (" / tl.sum(cnt, axis=0)" if row.reduction == "mean" else ""),
+              *_store(region, "0", "res", "")]
+    src = _kernel(rname, region, body + ["tl.store(part + o, loss)"], ("part",)) + "\n\n" + \
+        _kernel(tname, region, total, ("part",))
+    launch += ["part = torch.empty(outer, dtype=torch.float32, device=out.device)",
+               _call(rname, region, "outer", "part"), _call(tname, region, "1", "part")]
+    return src, launch

@@ -114,6 +114,10 @@ class RowOp:
     norm_l2), "softmax" (softmax, log_softmax), "norm" (layer rms group instance),
     "scan" (cumsum cumprod; `reverse`, `exclusive`), "pool" (max avg: a 1-, 2- or 3-D
     `window` over the dims after the channel dim of an (N, C, *spatial) input).
+    "loss" (cross_entropy: per row of an (N, C) input, logsumexp of the row less its
+    element at the row's class, read from the int64 `index` tensor; a row whose class is
+    `ignore_index` gives 0; `reduction` "none" gives one value per row, "sum" their sum,
+    "mean" their sum over the rows not ignored).
     `weight`/`bias`: forward variable names of affine parameters (norms); for "layer" and
     "rms" indexed by the position within the row, for "group"/"instance" by channel.
     """
@@ -131,6 +135,9 @@ class RowOp:
     bias: str | None = None
     out_dtype: str = FLOAT
     window: PoolWindow | None = None
+    index: str | None = None  # loss: the forward variable holding each row's class
+    ignore_index: int = -100
+    reduction: str = "none"
 
     @property
     def reduces(self) -> bool:
@@ -141,7 +148,7 @@ class RowOp:
 class Region:
     """One fused kernel. `anchor`: index of the pre-phase operand whose shape is the
     region's input shape. `inputs`: the forward variables passed to the kernel, in order:
-    pre operands, then post operands, then the row op's weight and bias."""
+    pre operands, then post operands, then the row op's weight, bias and index."""
 
     name: str
     pre: Phase
@@ -157,7 +164,7 @@ class Region:
         if self.post is not None:
             names += [o.name for o in self.post.operands]
         if self.row is not None:
-            names += [n for n in (self.row.weight, self.row.bias) if n]
+            names += [n for n in (self.row.weight, self.row.bias, self.row.index) if n]
         return tuple(names)
 
     @property

@@ -47,7 +47,9 @@ def size_lines(region: Region, args: list[str]) -> list[str]:
             lines += [f"Cg = S[1] // {g}", "HW = _prod(S[2:])", f"outer = S[0] * {g}", "L = Cg * HW"]
         if row.kind == "instance":
             lines += ["C = S[1]"]
-        if row.family == "pool":
+        if row.family == "loss":
+            lines.append("out_shape = S[:1]" if row.reduction == "none" else "out_shape = ()")
+        elif row.family == "pool":
             missing = 3 - row.window.dims
             lines.append("D, H, W = " + (f"(1,) * {missing} + " if missing else "") + "S[2:]")
             for size, (k, s, p, d) in zip("DHW", zip(*row.window.as_3d())):

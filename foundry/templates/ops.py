@@ -162,6 +162,9 @@ class RowCall:
     bias: str | None = None
     tuple_index: int | None = None  # for torch.max(x, dim): which output the user takes
     window: PoolWindow | None = None  # pooling
+    index: object = None  # cross entropy: the node of each row's class
+    ignore_index: int = -100
+    reduction: str = "none"
 
 
 _REDUCE_FUNCS = _fns(("sum", [torch.sum]), ("mean", [torch.mean]), ("amax", [torch.amax]),
@@ -268,14 +271,47 @@ def _pool_of(node, mod, rank) -> RowCall | None:
                       spatial=spatial)
 
 
+def _cross_entropy(node, mod) -> RowCall | None:
+    """F.cross_entropy / nn.CrossEntropyLoss of an (N, C) float32 input and (N,) int64
+    classes, without class weights or label smoothing, as a row op over C."""
+    if node.op == "call_module":
+        if not isinstance(mod, nn.CrossEntropyLoss) or len(node.args) != 2 or node.kwargs:
+            return None
+        x, target = node.args
+        weight, ignore_index, reduction, smoothing = mod.weight, mod.ignore_index, mod.reduction, mod.label_smoothing
+        legacy = None
+    elif node.op == "call_function" and node.target is F.cross_entropy:
+        x, target = (node.args[0] if node.args else node.kwargs.get("input")), _arg(node, 1, "target")
+        weight, ignore_index = _arg(node, 2, "weight"), _arg(node, 4, "ignore_index", -100)
+        reduction, smoothing = _arg(node, 6, "reduction", "mean"), _arg(node, 7, "label_smoothing", 0.0)
+        legacy = (_arg(node, 3, "size_average"), _arg(node, 5, "reduce"))
+    else:
+        return None
+    if weight is not None or smoothing != 0.0 or legacy not in (None, (None, None)) \
+            or reduction not in ("none", "sum", "mean") or not isinstance(ignore_index, int):
+        return None
+    shapes = [getattr(_meta_of(v), "shape", None) for v in (x, target)]
+    dtypes = [getattr(_meta_of(v), "dtype", None) for v in (x, target)]
+    if None in shapes or len(shapes[0]) != 2 or tuple(shapes[1]) != tuple(shapes[0][:1]) \
+            or dtypes != [torch.float32, torch.int64]:
+        return None
+    return RowCall("loss", "cross_entropy", x, (1,), False, index=target, ignore_index=int(ignore_index),
+                   reduction=reduction)
+
+
+def _meta_of(value):
+    return value.meta.get("tensor_meta") if hasattr(value, "meta") else None
+
+
 def rowop_of(node, modules: dict, in_rank: int | None) -> RowCall | None:
-    """The row op a node computes (reduction, softmax, norm, scan, 1-3-D pooling; a global
-    average pooling is a mean), or None."""
+    """The row op a node computes (reduction, softmax, norm, scan, 1-3-D pooling, cross
+    entropy; a global average pooling is a mean), or None."""
     if in_rank is None:
         return None
-    pool = _pool_of(node, modules.get(node.target) if node.op == "call_module" else None, in_rank)
-    if pool is not None:
-        return pool
+    mod = modules.get(node.target) if node.op == "call_module" else None
+    special = _pool_of(node, mod, in_rank) or _cross_entropy(node, mod)
+    if special is not None:
+        return special
     if node.op == "call_module":
         return _module_rowop(node, modules.get(node.target), in_rank)
     if node.op == "call_function":

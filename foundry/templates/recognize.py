@@ -397,6 +397,8 @@ def _build_region(name, g, extra, modules) -> Region:
                     dim_end=call.dims[-1] + 1, keepdim=call.keepdim, reverse=call.reverse,
                     eps=float(call.eps), groups=int(call.groups), weight=_attr_var(call.weight),
                     bias=_attr_var(call.bias), window=call.window,
+                    index=call.index.name if call.index is not None else None, ignore_index=call.ignore_index,
+                    reduction=call.reduction,
                     out_dtype="int64" if call.kind in ("argmax", "argmin") else FLOAT)
         out_shape = _shape(g.row_node)
         post = None

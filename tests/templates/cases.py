@@ -120,6 +120,15 @@ CASES += [  # reductions over few long rows (split over programs in Triton), los
     ("min_with_constant_tensor", "return torch.min(xs[0], torch.tensor(0.3)) * 2.0", "pass", "[]", X),
     ("maximum_constant_first_aliases", "return torch.multiply(torch.maximum(torch.tensor(-0.2), xs[0]), 3.0)"
      " - torch.subtract(xs[0], 1.0)", "pass", "[]", X),
+    ("cross_entropy_none", "return F.cross_entropy(xs[0], xs[1], reduction='none')", "pass", "[]",
+     "[torch.randn(6, 9) * 3.0, torch.randint(0, 9, (6,))]"),
+    ("cross_entropy_mean_ignored_rows", "return F.cross_entropy(xs[0] * 2.0 + 1.0, xs[1], ignore_index=-1) * 0.5",
+     "pass", "[]", "[torch.randn(7, 5), torch.tensor([0, -1, 4, 2, -1, 1, 3])]"),
+    ("cross_entropy_module_sum", "return self.l(torch.tanh(xs[0]), xs[1])",
+     "self.l = nn.CrossEntropyLoss(reduction='sum', ignore_index=2)", "[]",
+     "[torch.randn(5, 1100), torch.tensor([2, 7, 1099, 0, 2])]"),
+    ("cross_entropy_mean_all_ignored", "return F.cross_entropy(xs[0], xs[1])", "pass", "[]",
+     "[torch.randn(3, 4), torch.full((3,), -100)]"),
     ("hinge_mean", "return torch.mean(torch.clamp(1 - xs[0] * xs[1], min=0))", "pass", "[]",
      "[torch.randn(4, 257), torch.randn(4, 257)]"),
 ]

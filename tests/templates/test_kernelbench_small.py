@@ -1,9 +1,9 @@
 """KernelBench problems the templates were widened for (pooling over 1-3 dims, dilated,
-global average, pooling after a convolution or GEMM; losses reduced to one value; a
-minimum with a tensor constant, torch.multiply), read
-from the shared KernelBench folder and run at small sizes: the template applies, and its
-kernels match the reference in C and in Triton's interpreter. Skipped where the folder
-is absent."""
+global average, pooling after a convolution or GEMM; losses reduced to one value; cross
+entropy; a minimum with a tensor constant; torch.multiply; an exclusive cumsum written
+with select), read from the shared KernelBench folder and run at small sizes: the
+template applies, and its kernels match the reference in C and in Triton's interpreter.
+Skipped where the folder is absent."""
 
 import os
 
@@ -43,6 +43,7 @@ PROBLEMS = [
                                                   "width": 9}),
     ("level1/92_cumsum_exclusive.py", {"batch_size": 3, "input_shape": (50,)}),
     ("level1/94_MSELoss.py", {"batch_size": 3, "input_shape": (500,)}),
+    ("level1/95_CrossEntropyLoss.py", {"batch_size": 6, "num_classes": 300, "input_shape": (300,)}),
     ("level1/96_HuberLoss.py", {"batch_size": 3, "input_shape": (500,)}),
     ("level1/99_TripletMarginLoss.py", {"batch_size": 5, "input_shape": (300,)}),
     ("level1/100_HingeLoss.py", {"batch_size": 40, "input_shape": (40,)}),  # its targets broadcast over rows

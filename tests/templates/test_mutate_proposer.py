@@ -104,7 +104,9 @@ async def test_disabled_families_are_not_covered(task):
 
 @pytest.mark.parametrize("forward,family", [("return F.max_pool2d(torch.relu(xs[0]), 2)", "pool"),
                                             ("return torch.cumsum(xs[0], dim=1)", "scan"),
-                                            ("return torch.softmax(xs[0], dim=-1)", "softmax")])
+                                            ("return torch.softmax(xs[0], dim=-1)", "softmax"),
+                                            ("return F.cross_entropy(xs[0].flatten(1), xs[0].flatten(1).argmax(1))",
+                                             "loss")])
 async def test_the_default_config_proposes_for_every_family_the_emitters_know(tmp_path, forward, family):
     import yaml
     shipped = yaml.safe_load((ROOT / "conf" / "templates" / "default.yaml").read_text())
