@@ -30,6 +30,7 @@ def run_screen(worker) -> None:
     built: list = []  # (point index, model) of the points that ran
     for k, point in enumerate(job.points):
         parts: dict = {}  # where the point's build and trial went, on the worker's clock (advisory)
+        inputs = None
         try:
             with _part(worker, parts, "load_s"):
                 module = worker.load_candidate(params=point)
@@ -39,10 +40,11 @@ def run_screen(worker) -> None:
                 inputs = worker.fresh_inputs(0)
             with _part(worker, parts, "run_s"):  # the first launch's compile included
                 out, info = worker.run_trial(model, inputs, record=job.candidate.record_ops)
-            del inputs
         except BaseException:  # noqa: BLE001 - a failing point is data, not the end of the job
             worker.send({"kind": "screen_error", "point": k, "error": traceback.format_exc()[-3000:]})
             continue
+        finally:
+            inputs = None  # a point's inputs go before the next point's (GBs at full size)
         tensors: list = []
         worker.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors),
                      "parts": parts, **info}, tensors)

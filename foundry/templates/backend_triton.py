@@ -22,7 +22,8 @@ def tunable_for(desc: Description, variant: str = "fused") -> dict:
     if variant == "matmul":
         return {k: list(v) for k, v in TUNABLE_MATMUL.items()}
     tun = {"BLOCK": list(TUNABLE_TRITON["BLOCK"]), "num_warps": list(TUNABLE_TRITON["num_warps"])}
-    if any(r.row is not None and r.row.family in ("softmax", "norm", "reduce") for r in desc.regions):
+    # (a reduction splits few long rows by itself: SPLIT would only repeat its screen points)
+    if any(r.row is not None and r.row.family in ("softmax", "norm") for r in desc.regions):
         tun["SPLIT"] = list(TUNABLE_TRITON["SPLIT"])
     else:
         tun["SPLIT"] = [1]

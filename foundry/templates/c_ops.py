@@ -11,7 +11,8 @@ C_MATH = r"""
 #include <stdint.h>
 #include <string.h>
 #include <float.h>
-static inline float kf_max(float a, float b) { return a > b ? a : b; }  /* vmaxps, unlike fmaxf */
+/* vmaxps, unlike fmaxf: b where either is NaN, so a bound goes first (kf_max(lo, x)) and a NaN x stays */
+static inline float kf_max(float a, float b) { return a > b ? a : b; }
 static inline float kf_min(float a, float b) { return a < b ? a : b; }
 static inline float kf_exp(float x) {
     const float big = x > 88.72283f ? INFINITY : 1.f;  /* overflow gives inf, as expf */
@@ -82,7 +83,7 @@ def c_pointwise(ins: Instr, a: list) -> str:
     """The C expression of one pointwise instruction on argument expressions `a`."""
     op, x = ins.op, a[0]
     if op == "relu":
-        return f"({x} > 0.f ? {x} : 0.f)"
+        return f"({x} < 0.f ? 0.f : {x})"  # NaN stays NaN, as torch's
     if op == "sigmoid":
         return f"kf_sigmoid({x})"
     if op == "tanh":
@@ -96,11 +97,11 @@ def c_pointwise(ins: Instr, a: list) -> str:
     if op == "mish":
         return f"({x} * kf_tanh(kf_softplus({x}, 1.f, 20.f)))"
     if op == "hardswish":
-        return f"({x} * kf_min(kf_max({x} + 3.f, 0.f), 6.f) / 6.f)"
+        return f"({x} * kf_min(6.f, kf_max(0.f, {x} + 3.f)) / 6.f)"
     if op == "hardsigmoid":
-        return f"(kf_min(kf_max({x} + 3.f, 0.f), 6.f) / 6.f)"
+        return f"(kf_min(6.f, kf_max(0.f, {x} + 3.f)) / 6.f)"
     if op == "hardtanh":
-        return f"kf_min(kf_max({x}, {_f(ins.attr('lo'))}), {_f(ins.attr('hi'))})"
+        return f"kf_min({_f(ins.attr('hi'))}, kf_max({_f(ins.attr('lo'))}, {x}))"
     if op == "elu":
         return f"({x} > 0.f ? {x} : {_f(ins.attr('alpha'))} * (kf_exp({x}) - 1.f))"
     if op == "selu":
@@ -115,9 +116,9 @@ def c_pointwise(ins: Instr, a: list) -> str:
         lo, hi = ins.attr("lo"), ins.attr("hi")
         e = x
         if lo is not None:
-            e = f"kf_max({e}, {_f(lo)})"
+            e = f"kf_max({_f(lo)}, {e})"
         if hi is not None:
-            e = f"kf_min({e}, {_f(hi)})"
+            e = f"kf_min({_f(hi)}, {e})"
         return e
     unary = {"exp": "kf_exp({})", "log": "logf({})", "sqrt": "sqrtf({})", "rsqrt": "(1.f / sqrtf({}))",
              "abs": "fabsf({})", "neg": "(-{})", "reciprocal": "(1.f / {})", "identity": "({})"}
@@ -125,7 +126,8 @@ def c_pointwise(ins: Instr, a: list) -> str:
         return unary[op].format(x)
     y = a[1]
     binary = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
-              "maximum": "kf_max({}, {})", "minimum": "kf_min({}, {})"}
+              "maximum": "(({0}) != ({0}) || ({0}) > ({1}) ? ({0}) : ({1}))",
+              "minimum": "(({0}) != ({0}) || ({0}) < ({1}) ? ({0}) : ({1}))"}
     if op in binary:
         return binary[op].format(x, y)
     if op == "pow":

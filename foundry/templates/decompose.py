@@ -96,15 +96,18 @@ def decompose(gm: fx.GraphModule) -> bool:
 REDUCTIONS = ("none", "mean", "sum")  # a loss's reductions written here (kl_div also "batchmean")
 
 
-def _reduced(graph, out, reduction: str, *, rows: int | None = None):
-    """`out` (a loss per element) reduced as the loss's `reduction` says: unchanged, its
-    mean or sum over every element, or ("batchmean") its sum over the `rows` of the batch."""
+def _reduced(graph, out, reduction: str, *, rank: int = 0):
+    """`out` (a loss per element, of `rank` dims) reduced as the loss's `reduction` says:
+    unchanged, its mean or sum over every element, or ("batchmean") its sum per row of
+    dim 0 averaged over the rows (what the sum over the batch size is, for any batch)."""
     if reduction == "none":
         return out
-    if reduction == "mean":
+    if reduction == "mean" or (reduction == "batchmean" and rank <= 1):
         return graph.call_function(torch.mean, (out,))
-    total = graph.call_function(torch.sum, (out,))
-    return graph.call_function(operator.truediv, (total, float(rows))) if reduction == "batchmean" else total
+    if reduction == "batchmean":
+        per_row = graph.call_function(torch.sum, (out,), {"dim": tuple(range(1, rank))})
+        return graph.call_function(torch.mean, (per_row,))
+    return graph.call_function(torch.sum, (out,))
 
 
 def _same_shapes(node) -> bool:
@@ -153,7 +156,8 @@ def _constant_tensor(value, gm: fx.GraphModule) -> float | None:
 
 def _bound_by_constant(node, gm: fx.GraphModule) -> bool:
     """torch.min/minimum(x, torch.tensor(c)) -> clamp(x, max=c); max/maximum -> clamp(min=c)
-    (both propagate NaN from x, and promote as the two-tensor call does for a float x)."""
+    for a float x of one or more dims (its dtype is the result's, as in the two-tensor
+    call; a NaN in x stays NaN in both, and in the templates' clamp)."""
     if node.op != "call_function" or len(node.args) != 2 or node.kwargs:
         return False
     upper = {torch.min: True, torch.minimum: True, torch.max: False, torch.maximum: False}.get(node.target)
@@ -164,8 +168,8 @@ def _bound_by_constant(node, gm: fx.GraphModule) -> bool:
     if upper is None or c is None or not isinstance(x, fx.Node) or _constant_tensor(x, gm) is not None:
         return False
     tm = x.meta.get("tensor_meta")
-    if tm is None or not getattr(tm, "dtype", None) or not tm.dtype.is_floating_point:
-        return False
+    if tm is None or not getattr(tm, "dtype", None) or not tm.dtype.is_floating_point or not len(tm.shape):
+        return False  # a 0-d x would promote with the constant's dtype
     graph = gm.graph
     with graph.inserting_before(node):
         out = graph.call_function(torch.clamp, (x,), {"max" if upper else "min": c})
@@ -224,7 +228,7 @@ def _kl_div(node, graph) -> bool:
     with graph.inserting_before(node):
         out = graph.call_function(operator.mul, (graph.call_function(torch.exp, (t,)),
                                                  graph.call_function(operator.sub, (t, x))))
-        out = _reduced(graph, out, reduction, rows=int(shape[0]) if len(shape) else 1)
+        out = _reduced(graph, out, reduction, rank=len(shape))
     return _replaced(graph, node, out)
 
 

@@ -1,8 +1,9 @@
 """The `triton` backend emitter: a Region -> @triton.jit kernels and their launch lines.
 
 Families: pointwise (flat 1-D grid of BLOCK-sized tiles), row reductions (one program
-per row with BLOCK-wide accumulators when rows are contiguous; one program per BLOCK
-columns, walking the reduced dim, when they are not, so loads stay coalesced), softmax
+per row with BLOCK-wide accumulators when rows are contiguous, and few long rows split
+over programs whose partials a second kernel combines; one program per BLOCK columns,
+walking the reduced dim, when rows are not contiguous, so loads stay coalesced), softmax
 and norms (split-row: a stats kernel per (row, chunk) and an apply kernel that merges
 the chunk statistics, so few long rows still fill the GPU), scans (chunked tl.cumsum
 with a carry), 1-3-D pooling (BLOCK outputs per program, the window unrolled), cross
@@ -210,9 +211,9 @@ def _split_reduce(region: Region, launch: list) -> tuple[str, list]:
     """A reduction over few long contiguous rows (a loss's mean over every element, a sum
     over all but a small dim): each row split in SP chunks, one program per chunk writing
     its partial (`_part`), then one program per row combining its SP partials, finishing
-    and applying the post chain (`_fin`). SP is the larger of the SPLIT parameter and
-    what brings outer * SP to about SPLIT_PROGRAMS, at most one chunk per BLOCK. Rows that
-    come out as one chunk use the one-program-per-row kernel."""
+    and applying the post chain (`_fin`). SP brings outer * SP to about SPLIT_PROGRAMS
+    (or to SPLIT per row where that is more), at most one chunk per BLOCK. Rows that come
+    out as one chunk use the one-program-per-row kernel."""
     init, comb, red, fin = TRITON_REDUCE[region.row.kind]
     pname, fname = f"{region.name}_part", f"{region.name}_fin"
     pre, v = _pre(region, "base + l", "msk")

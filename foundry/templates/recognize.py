@@ -366,7 +366,7 @@ def describe(model: nn.Module, inputs) -> Description:
         others = sorted(str(d).replace("torch.", "") for d in dtypes if d.is_floating_point and d != torch.float32)
         if others and torch.float32 not in dtypes:
             raise NotCovered(f"the templates compute in float32 only; this forward computes in {', '.join(others)}")
-        raise NotCovered("no fusable pointwise, reduction, softmax, norm or scan op in the forward")
+        raise NotCovered("no fusable pointwise, reduction, softmax, norm, scan, pooling or loss op in the forward")
     built = []
     for k, (_, g) in enumerate(regions):
         built.append(_build_region(f"_k{k}", g, extra, modules))

@@ -12,6 +12,14 @@ def _f(v) -> str:
     return repr(v)
 
 
+def _max(a: str, b: str) -> str:  # NaN from either side stays NaN, as torch's
+    return f"tl.maximum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+
+
+def _min(a: str, b: str) -> str:
+    return f"tl.minimum({a}, {b}, propagate_nan=tl.PropagateNan.ALL)"
+
+
 def _tanh(x: str) -> str:
     return f"(2.0 * tl.sigmoid(2.0 * {x}) - 1.0)"
 
@@ -25,7 +33,7 @@ def triton_pointwise(ins: Instr, a: list) -> str:
     """The Triton expression of one pointwise instruction on argument expressions `a`."""
     op, x = ins.op, a[0]
     if op == "relu":
-        return f"tl.maximum({x}, 0.0)"
+        return _max(x, "0.0")
     if op == "sigmoid":
         return f"tl.sigmoid({x})"
     if op == "tanh":
@@ -40,11 +48,11 @@ def triton_pointwise(ins: Instr, a: list) -> str:
     if op == "mish":
         return f"({x} * {_tanh(_softplus(x, 1.0, 20.0))})"
     if op == "hardswish":
-        return f"({x} * tl.minimum(tl.maximum({x} + 3.0, 0.0), 6.0) / 6.0)"
+        return f"({x} * {_min(_max(f'{x} + 3.0', '0.0'), '6.0')} / 6.0)"
     if op == "hardsigmoid":
-        return f"(tl.minimum(tl.maximum({x} + 3.0, 0.0), 6.0) / 6.0)"
+        return f"({_min(_max(f'{x} + 3.0', '0.0'), '6.0')} / 6.0)"
     if op == "hardtanh":
-        return f"tl.minimum(tl.maximum({x}, {_f(ins.attr('lo'))}), {_f(ins.attr('hi'))})"
+        return _min(_max(x, _f(ins.attr("lo"))), _f(ins.attr("hi")))
     if op == "elu":
         return f"tl.where({x} > 0.0, {x}, {_f(ins.attr('alpha'))} * (tl.exp(tl.minimum({x}, 0.0)) - 1.0))"
     if op == "selu":
@@ -59,9 +67,9 @@ def triton_pointwise(ins: Instr, a: list) -> str:
     if op == "clamp":
         e = x
         if ins.attr("lo") is not None:
-            e = f"tl.maximum({e}, {_f(ins.attr('lo'))})"
+            e = _max(e, _f(ins.attr("lo")))
         if ins.attr("hi") is not None:
-            e = f"tl.minimum({e}, {_f(ins.attr('hi'))})"
+            e = _min(e, _f(ins.attr("hi")))
         return e
     unary = {"exp": "tl.exp({})", "log": "tl.log({})", "sqrt": "tl.sqrt({})", "rsqrt": "tl.rsqrt({})",
              "abs": "tl.abs({})", "neg": "(-{})", "reciprocal": "(1.0 / {})", "identity": "({})"}
@@ -69,7 +77,7 @@ def triton_pointwise(ins: Instr, a: list) -> str:
         return unary[op].format(x)
     y = a[1]
     binary = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
-              "maximum": "tl.maximum({}, {})", "minimum": "tl.minimum({}, {})"}
+              "maximum": _max("{}", "{}"), "minimum": _min("{}", "{}")}
     if op in binary:
         return binary[op].format(x, y)
     if op == "pow":

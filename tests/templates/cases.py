@@ -129,6 +129,9 @@ CASES += [  # reductions over few long rows (split over programs in Triton), los
      "[torch.randn(5, 1100), torch.tensor([2, 7, 1099, 0, 2])]"),
     ("cross_entropy_mean_all_ignored", "return F.cross_entropy(xs[0], xs[1])", "pass", "[]",
      "[torch.randn(3, 4), torch.full((3,), -100)]"),
+    ("nan_through_clamps", "y = torch.log(xs[0])\nreturn torch.relu(y) + F.hardsigmoid(y) + torch.clamp(y, -0.5, 0.5)"
+     " + F.hardtanh(y) + torch.maximum(y, xs[0]) + torch.minimum(xs[0], y) + torch.min(y, torch.tensor(0.3))",
+     "pass", "[]", X),
     ("hinge_mean", "return torch.mean(torch.clamp(1 - xs[0] * xs[1], min=0))", "pass", "[]",
      "[torch.randn(4, 257), torch.randn(4, 257)]"),
 ]

@@ -1,4 +1,5 @@
-"""Smooth L1 (Huber) loss, the mean over every element: one value."""
+"""Smooth L1 loss (beta 0.5: a Huber loss with delta 0.5, divided by 0.5), the mean over every
+element: one value."""
 
 import torch
 import torch.nn as nn
