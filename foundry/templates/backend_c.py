@@ -23,9 +23,13 @@ def _fill(src, params):
 
 
 def tunable_for(desc: Description) -> dict:
-    """The C parameter space that matters for this description."""
-    tun = {"BLOCK": list(TUNABLE_C["BLOCK"]), "SIMD": list(TUNABLE_C["SIMD"]),
-           "SCHED": list(TUNABLE_C["SCHED"])}
+    """The C parameter space that matters for this description: BLOCK and SIMD shape only
+    pointwise regions, IBLOCK only row ops over a non-last dim; a setting that changes no
+    kernel gets its first value alone, so the tuner's screen times no two identical
+    kernels."""
+    pointwise = any(r.row is None for r in desc.regions)
+    tun = {name: list(TUNABLE_C[name]) if pointwise else [TUNABLE_C[name][0]] for name in ("BLOCK", "SIMD")}
+    tun["SCHED"] = list(TUNABLE_C["SCHED"])
     if any(r.row is not None and r.row.family in ("reduce", "scan", "softmax") for r in desc.regions):
         tun["IBLOCK"] = list(TUNABLE_C["IBLOCK"])
     else:

@@ -60,3 +60,16 @@ def test_a_reduced_loss_follows_the_batch_size_it_is_called_with(tmp_path, forwa
     other = [torch.randn(9, 33), eval(second.format(n=9))]
     with torch.no_grad():
         assert_close(model(*other), candidate(*other))
+
+
+@pytest.mark.parametrize("forward,varied", [
+    ("return torch.relu(xs[0]) * 3.0", {"BLOCK", "SIMD", "SCHED"}),
+    ("return F.max_pool2d(xs[0], 2)", {"SCHED"}),
+    ("return torch.softmax(xs[0], dim=1)", {"SCHED", "IBLOCK"}),
+])
+def test_only_settings_that_change_a_kernel_are_tuned(tmp_path, forward, varied):
+    from foundry.templates.backend_c import tunable_for
+    from foundry.templates.engine import describe_task
+    task = make_task(tmp_path, "t", forward=forward, inputs="[torch.randn(2, 3, 6, 8)]")
+    space = tunable_for(describe_task(task))
+    assert {name for name, values in space.items() if len(values) > 1} == varied
