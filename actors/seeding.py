@@ -5,10 +5,11 @@ island's next proposal, like any other candidate: a correct one becomes an elite
 parent of the search and an inspiration in LLM prompts.
 
 `SeedService` is the evaluator's side (no Ray); `SeedRequests` is the driver's: it asks
-the evaluators, a few tasks at a time on each (`seeds_at_once`), without waiting, and hands each seed that
-comes back to an island, where it is judged before the island's next proposal. A task its
-island had retired for lack of new proposals opens again for its seed, and the driver does
-not end the run while a seed is still to come; an island whose loop had ended is run again.
+the evaluators, a few tasks at a time on each (`seeds_at_once`), without waiting, and
+hands each seed that comes back to an island, where it is judged before the island's next
+proposal. A task its island had retired for lack of new proposals opens again for its
+seed, and the driver does not end the run while a seed is still to come; an island whose
+loop had ended is run again.
 """
 
 from __future__ import annotations

@@ -202,7 +202,9 @@ class ScreenedPoint:
     error: str = ""
     # where the point's time went in the screen job, on the judge's clock: "build_trial_s"
     # (its module loaded, kernels compiled, run once and its output sent), "device_wait_s"
-    # (on the first timed point: waiting for the device to itself), "timing_s" (the timed window)
+    # (on the first timed point: waiting for the device to itself), "timing_s" (the timed
+    # window); and for a point that ran, the worker's own split of its build and trial
+    # (advisory): "load_s", "construct_s", "inputs_s", "run_s" (its first launch's compile in it)
     seconds: dict = field(default_factory=dict)
 
 
