@@ -29,6 +29,8 @@ import torch.fx as fx
 import torch.nn as nn
 import torch.nn.functional as F
 
+from foundry.templates.fxutil import shape_of
+
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 FX_CONSTANT = "_tensor_constant"  # torch.fx's name for a tensor made in the traced forward
 
@@ -113,9 +115,8 @@ def _reduced(graph, out, reduction: str, *, rank: int = 0):
 def _same_shapes(node) -> bool:
     """Whether the loss's input and target have the same known shape (broadcasting ones
     are left to torch, which warns and broadcasts)."""
-    shapes = [getattr(v.meta.get("tensor_meta"), "shape", None) if isinstance(v, fx.Node) else None
-              for v in (node.args[0] if node.args else None, _arg(node, 1, "target"))]
-    return None not in shapes and tuple(shapes[0]) == tuple(shapes[1])
+    shapes = [shape_of(v) for v in (node.args[0] if node.args else None, _arg(node, 1, "target"))]
+    return None not in shapes and shapes[0] == shapes[1]
 
 
 def _loss_module_as_function(node, modules, graph) -> bool:
@@ -224,7 +225,7 @@ def _kl_div(node, graph) -> bool:
             or not _same_shapes(node):
         return False  # with a plain target torch uses xlogy (0 where t = 0): left to torch
     x, t = node.args[0], _arg(node, 1, "target")
-    shape = x.meta["tensor_meta"].shape
+    shape = shape_of(x)
     with graph.inserting_before(node):
         out = graph.call_function(operator.mul, (graph.call_function(torch.exp, (t,)),
                                                  graph.call_function(operator.sub, (t, x))))
@@ -240,8 +241,7 @@ def _triplet_margin_loss(node, graph) -> bool:
     anchor, positive, negative = (_arg(node, i, name) for i, name in enumerate(("anchor", "positive", "negative")))
     margin, p, eps = _arg(node, 3, "margin", 1.0), _arg(node, 4, "p", 2), _arg(node, 5, "eps", 1e-6)
     reduction = _arg(node, 9, "reduction", "mean")
-    shapes = {tuple(getattr(v.meta.get("tensor_meta"), "shape", ())) if isinstance(v, fx.Node) else None
-              for v in (anchor, positive, negative)}
+    shapes = {shape_of(v) for v in (anchor, positive, negative)}
     if p not in (1, 2) or _arg(node, 6, "swap", False) or _arg(node, 7, "size_average") is not None \
             or _arg(node, 8, "reduce") is not None or reduction not in REDUCTIONS or len(shapes) != 1 \
             or None in shapes or not next(iter(shapes)) or not all(isinstance(v, (int, float)) for v in (margin, eps)):
@@ -261,10 +261,8 @@ def _cosine_similarity(node, graph) -> bool:
         return False
     a, b = node.args[0], _arg(node, 1, "x2")
     dim, eps = _arg(node, 2, "dim", 1), _arg(node, 3, "eps", 1e-8)
-    shapes = [getattr(v.meta.get("tensor_meta"), "shape", None) if isinstance(v, fx.Node) else None
-              for v in (a, b)]
-    if not isinstance(dim, int) or not isinstance(eps, (int, float)) or None in shapes \
-            or tuple(shapes[0]) != tuple(shapes[1]):
+    shapes = [shape_of(v) for v in (a, b)]
+    if not isinstance(dim, int) or not isinstance(eps, (int, float)) or None in shapes or shapes[0] != shapes[1]:
         return False  # broadcasting operands: left to torch
     with graph.inserting_before(node):
         def norm(v):

@@ -29,3 +29,14 @@ def _shape(node):
 def _dtype(node):
     tm = _meta(node)
     return _DTYPES.get(tm.dtype) if tm is not None else None
+
+
+def shape_of(value) -> tuple | None:
+    """The shape recorded for an fx node; None for a node without one or any other value
+    (a number, None)."""
+    return _shape(value) if hasattr(value, "meta") else None
+
+
+def dtype_of(value) -> str | None:
+    """The dtype name recorded for an fx node (float32, int64, ...); None as shape_of."""
+    return _dtype(value) if hasattr(value, "meta") else None

@@ -13,6 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from foundry.templates.fxutil import dtype_of, shape_of
 from foundry.templates.ir import PoolWindow
 
 UNARY = ("relu", "sigmoid", "tanh", "gelu", "silu", "mish", "hardswish", "hardsigmoid",
@@ -290,17 +291,12 @@ def _cross_entropy(node, mod) -> RowCall | None:
     if weight is not None or smoothing != 0.0 or legacy not in (None, (None, None)) \
             or reduction not in ("none", "sum", "mean") or not isinstance(ignore_index, int):
         return None
-    shapes = [getattr(_meta_of(v), "shape", None) for v in (x, target)]
-    dtypes = [getattr(_meta_of(v), "dtype", None) for v in (x, target)]
-    if None in shapes or len(shapes[0]) != 2 or tuple(shapes[1]) != tuple(shapes[0][:1]) \
-            or dtypes != [torch.float32, torch.int64]:
+    shapes = [shape_of(v) for v in (x, target)]
+    if None in shapes or len(shapes[0]) != 2 or shapes[1] != shapes[0][:1] \
+            or [dtype_of(v) for v in (x, target)] != ["float32", "int64"]:
         return None
     return RowCall("loss", "cross_entropy", x, (1,), False, index=target, ignore_index=int(ignore_index),
                    reduction=reduction)
-
-
-def _meta_of(value):
-    return value.meta.get("tensor_meta") if hasattr(value, "meta") else None
 
 
 def rowop_of(node, modules: dict, in_rank: int | None) -> RowCall | None:
