@@ -63,7 +63,7 @@ class EvalConfig:
     threads: int = 1
     secret_env_names: tuple = ()
     speedup_recheck_threshold: float = 10.0
-    timing_min_ms: float = 200.0
+    timing_min_ms: float = 100.0
     timing_min_calls: int = 20
     timing_max_calls: int = 100000
     timing_block_ms: float = 10.0

@@ -293,10 +293,15 @@ class CudaDevice:
         # at::empty in extensions) with NaN / max-int while deterministic mode is on,
         # and every free block the caching allocator holds is overwritten, so raw
         # allocator reuse cannot see an earlier result either.
+        import warnings
+
         import torch
         import torch.utils.deterministic as det
         if enabled:
             poison_free_memory()  # first: its own fills need no second (deterministic) fill
+        # the workers run without CUBLAS_WORKSPACE_CONFIG (worker_env): cuBLAS is not made
+        # deterministic, which poisoning does not need, and its warning says so
+        warnings.filterwarnings("ignore", message=r"(?s).*CUBLAS_WORKSPACE_CONFIG", category=UserWarning)
         torch.use_deterministic_algorithms(enabled, warn_only=True)
         det.fill_uninitialized_memory = True
 

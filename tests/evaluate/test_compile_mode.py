@@ -21,7 +21,8 @@ def test_each_mode_and_each_timing_protocol_has_its_own_key():
     assert keys["default"] == baseline_key(_task(), device="cuda", hardware="H200", threads=1)
     before = content_hash("x = 1", "{}", "cuda", "H200", "1", torch.__version__)  # the key before protocol 2
     protocol_2 = content_hash("x = 1", "{}", "cuda", "H200", "1", torch.__version__, "timing protocol 2")
-    assert TIMING_PROTOCOL == 3 and before not in keys.values() and protocol_2 not in keys.values()
+    protocol_3 = content_hash("x = 1", "{}", "cuda", "H200", "1", torch.__version__, "timing protocol 3")
+    assert TIMING_PROTOCOL == 4 and not {before, protocol_2, protocol_3} & set(keys.values())
 
 
 def test_the_baseline_job_carries_the_mode():
