@@ -31,8 +31,9 @@ class Baseline:
 # the timing protocol the cached times were measured under: 2 counts a launch-bound GPU call
 # at its back-to-back time and calls each CPU input set once per block; 3 profiles a GPU
 # baseline after its timed runs, not before; 4 runs GPU workers without
-# CUBLAS_WORKSPACE_CONFIG (it slowed every cuBLAS launch); a change measures again
-TIMING_PROTOCOL = 4
+# CUBLAS_WORKSPACE_CONFIG (it slowed every cuBLAS launch); 5 makes torch.compile's first
+# call (Inductor's autotuning) with the device held; a change measures again
+TIMING_PROTOCOL = 5
 
 
 def baseline_key(task: Task, *, device: str, hardware: str, threads: int, compile_mode: str = "default") -> str:
