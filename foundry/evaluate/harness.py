@@ -318,9 +318,10 @@ class Worker:
     def run_baseline(self) -> None:
         """Eager, then torch.compile: each timed with the device to itself (the go of an
         idle). The compile's first call runs inside its timed section too: Inductor
-        benchmarks its candidate configurations there, and beside other lanes' work it
-        picked slower ones (a baseline 13-15% slower than its own kernels allow, measured
-        once on an H200). On a GPU both are then profiled once, after every timed run (a
+        benchmarks its candidate configurations there, and beside other lanes' work those
+        benchmarks are not the user's quiet device (on an H200, two pointwise tasks'
+        torch.compile baselines came out 13-15% slower in one run than in another with
+        it outside). On a GPU both are then profiled once, after every timed run (a
         profiler session leaves the process's later launches slower), and their kernels
         sent in one "baseline_kernels" message."""
         module = self.variants[0]["module"]
