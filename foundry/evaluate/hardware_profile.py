@@ -6,9 +6,12 @@ judge's isolation, with the device to itself: no lane times anything meanwhile);
 otherwise what the judge's own profiled trial saw (metrics["kernels"]) with the roofline
 position. Either way a one-line diagnosis, and the profile says which source it came
 from. Nsight Compute holds the device alone for seconds per candidate (a process start,
-a build, kernel replays), so it gets at most `ncu_share` of the evaluator's time since its
-first profile: an elite that arrives while that share is spent gets the judge's profile,
-and its note says so. `HardwareProfile.as_metrics()` is what goes into the result's
+a build, kernel replays), so it gets at most `ncu_share` of the evaluator's time since it
+started, the profile about to run counted in (at the size of the last one, or
+NCU_FIRST_ESTIMATE_S before any): an elite that arrives while that share is spent gets the
+judge's profile, and its note says so. A short run may so have no Nsight Compute profile
+at all: half a minute of the device alone, every lane stopped, is a tenth of a
+five-minute run. `HardwareProfile.as_metrics()` is what goes into the result's
 metrics (and so into the evaluation log, the report and the next prompt for that parent)."""
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from foundry.types import Candidate, EvalResult, Task
+
+
+NCU_FIRST_ESTIMATE_S = 30.0  # one Nsight Compute profile at published sizes on an H200: 28-30 s
 
 
 class ProfileSource(str, enum.Enum):
@@ -51,11 +57,13 @@ class HardwareProfiler:
     """Profiles correct GPU results, one at a time per device, each candidate once.
     `gate`: the evaluator's DeviceGate: a profile reserves the device memory of one forward
     of the task, then has the device to itself; `run_ncu`: foundry.hardware.ncu_profile (a
-    stand-in in tests); `ncu_share`: the most of the time since the first profile that
-    Nsight Compute may hold the device (0: never run it); `clock`: seconds (tests)."""
+    stand-in in tests); `ncu_share`: the most of the time since this profiler was made that
+    Nsight Compute may hold the device (0: never run it), the next profile counted in at
+    `ncu_first_estimate_s` until one has run; `clock`: seconds (tests)."""
 
     def __init__(self, *, device: str, gate: Any = None, run_ncu: Callable[..., Any] | None = None,
                  timeout_s: float = 120.0, ncu_share: float = 0.05,
+                 ncu_first_estimate_s: float = NCU_FIRST_ESTIMATE_S,
                  clock: Callable[[], float] = time.monotonic):
         if not 0.0 <= float(ncu_share) <= 1.0:
             raise ValueError(f"ncu_share must be between 0 and 1, got {ncu_share!r}")
@@ -64,8 +72,9 @@ class HardwareProfiler:
         self.timeout_s = float(timeout_s)
         self.ncu_share = float(ncu_share)
         self.clock = clock
-        self._first_at: float | None = None  # when the first profile was asked for
+        self._started = clock()  # the share counts from here (the evaluator's start)
         self._ncu_s = 0.0  # seconds Nsight Compute has held the device so far
+        self._next_ncu_s = float(ncu_first_estimate_s)  # the next profile's expected hold: the last one's
         if run_ncu is None:
             from foundry.hardware import ncu_profile
             run_ncu = ncu_profile
@@ -91,8 +100,6 @@ class HardwareProfiler:
         roofline = metrics.get("roofline") if isinstance(metrics.get("roofline"), dict) else None
         kernels = metrics.get("kernels") if isinstance(metrics.get("kernels"), dict) else None
         started = self.clock()
-        if self._first_at is None:
-            self._first_at = started
         note = self._ncu_broken or self._share_spent(started)
         if not note:
             with tempfile.TemporaryDirectory(prefix="foundry-profile-") as folder:
@@ -107,7 +114,8 @@ class HardwareProfiler:
                                                                                   candidate.backend),
                                               profile=task.size_profile, timeout_s=self.timeout_s, isolated=True)
                     finally:
-                        self._ncu_s += self.clock() - held_from
+                        self._next_ncu_s = self.clock() - held_from
+                        self._ncu_s += self._next_ncu_s
             if report.ok:
                 counters = {k: round(float(v), 4) for k, v in report.metrics.items()}
                 return HardwareProfile(source=ProfileSource.NCU, counters=counters, note=report.note,
@@ -121,13 +129,15 @@ class HardwareProfiler:
                                seconds=self.clock() - started)
 
     def _share_spent(self, now: float) -> str:
-        """Why Nsight Compute may not run now ("" when it may); after the first profile began."""
+        """Why Nsight Compute may not run now ("" when it may): its time so far and the
+        profile it would run now must fit in its share of the time since the start."""
         if self.ncu_share <= 0.0:
             return "Nsight Compute is off for this run (ncu_share 0): the judge's profile"
-        since = now - self._first_at
-        if self._ncu_s > self.ncu_share * since:
+        since = now - self._started
+        if self._ncu_s + self._next_ncu_s > self.ncu_share * since:
             return (f"Nsight Compute has had its share of the device ({self._ncu_s:.0f} s of {since:.0f} s, at most "
-                    f"{self.ncu_share:.0%}): the judge's profile for this elite")
+                    f"{self.ncu_share:.0%}, the next profile counted in at {self._next_ncu_s:.0f} s): "
+                    f"the judge's profile for this elite")
         return ""
 
     @contextlib.contextmanager

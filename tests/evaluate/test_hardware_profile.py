@@ -42,7 +42,7 @@ def test_an_elite_gets_ncu_counters_and_a_diagnosis_with_the_device_to_itself():
     ncu = StandInNcu(NcuReport(True, {"dram_throughput_pct": 38.24, "sm_throughput_pct": 12.0, "kernel_count": 2,
                                       "registers_per_thread": 32.0}, ("relu_kernel",), "2 kernel launches profiled"),
                      gate)
-    profiler = HardwareProfiler(device="cuda", gate=gate, run_ncu=ncu)
+    profiler = HardwareProfiler(device="cuda", gate=gate, run_ncu=ncu, ncu_first_estimate_s=0.0)
     cand, res = _judged()
     profile = profiler.profile(task=_task(), candidate=cand, result=res)
     assert profile.source is ProfileSource.NCU and profile.counters["dram_throughput_pct"] == 38.24
@@ -60,7 +60,7 @@ def test_an_elite_gets_ncu_counters_and_a_diagnosis_with_the_device_to_itself():
 def test_without_counters_the_profile_says_so_and_ncu_is_not_asked_again():
     ncu = StandInNcu(NcuReport(False, {}, (), "ncu cannot read the GPU counters here (ERR_NVGPUCTRPERM): timing only",
                                unavailable=True))
-    profiler = HardwareProfiler(device="cuda", run_ncu=ncu)
+    profiler = HardwareProfiler(device="cuda", run_ncu=ncu, ncu_first_estimate_s=0.0)
     first = profiler.profile(task=_task(), candidate=_judged()[0], result=_judged()[1])
     assert first.source is ProfileSource.DEVICE_PROFILER and "ERR_NVGPUCTRPERM" in first.note
     assert first.diagnosis == "memory-bound at 41% of the floor" and not first.counters
@@ -110,16 +110,20 @@ def test_ncu_gets_at_most_its_share_of_the_time_and_the_other_elites_say_why():
     clock = Clock()
     ncu = SlowNcu(NcuReport(True, {"dram_throughput_pct": 50.0}, ("relu_kernel",), "1 kernel launch profiled"),
                   clock, seconds=10.0)
-    profiler = HardwareProfiler(device="cuda", run_ncu=ncu, ncu_share=0.1, clock=clock)
+    profiler = HardwareProfiler(device="cuda", run_ncu=ncu, ncu_share=0.1, ncu_first_estimate_s=10.0, clock=clock)
     sources = []
-    for k in range(40):  # an elite every 5 s for 200 s
+    for k in range(80):  # an elite every 5 s for 400 s
+        held = len(ncu.calls) * 10.0
         profile = profiler.profile(task=_task(), candidate=_elite(k)[0], result=_elite(k)[1])
         sources.append(profile.source)
         if profile.source is ProfileSource.DEVICE_PROFILER:
             assert "its share of the device" in profile.note and profile.diagnosis
+        else:  # this profile fitted in the share of the time before it began
+            assert held + 10.0 <= 0.1 * (clock.now - 10.0)
         clock.now += 5.0
-    assert sources[0] is ProfileSource.NCU and ProfileSource.DEVICE_PROFILER in sources
-    assert len(ncu.calls) * 10.0 <= 0.1 * clock.now + 10.0  # one profile past the share at most
+    # the share is earned before the first profile, and never overrun
+    assert sources[0] is ProfileSource.DEVICE_PROFILER and ProfileSource.NCU in sources
+    assert 2 <= len(ncu.calls) and len(ncu.calls) * 10.0 <= 0.1 * clock.now
 
 
 def test_a_share_of_zero_never_runs_ncu_and_a_bad_share_is_refused():
