@@ -69,6 +69,9 @@ class WorkerStats:
     consecutive_lost: int = 0
     alive: bool = True
     busy: int = 0
+    # slot-seconds its slots waited with nothing queued (waits that ended: a slot still
+    # waiting is not counted); a lane the islands do not keep fed shows here
+    starved_s: float = 0.0
 
 
 @dataclass
@@ -148,7 +151,9 @@ class Balancer:
     async def _work(self, name: str, call: Callable[[Any], Awaitable[Any]]) -> None:
         stats = self.workers[name]
         while stats.alive:
+            waiting_since = time.monotonic()
             item = await self.queue.get()
+            stats.starved_s += time.monotonic() - waiting_since
             if item.abandoned:
                 continue
             stats.busy += 1

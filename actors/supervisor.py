@@ -61,6 +61,7 @@ class Supervisor:
         self.runs: dict[int, Any] = {}
         self.finished: dict[int, str] = {}
         self.peak_rss_mb: dict[str, float] = {}
+        self.dispatch_stats: dict = {}  # the dispatcher's counts at the stop (run.json's session "dispatch")
         self.relaunches: dict[int, int] = {}
         self.unfinished_before = list(unfinished)  # what earlier sessions did not finish
         self.unfinished: list[Unfinished] = []  # what this session stopped waiting for
@@ -430,6 +431,7 @@ class Supervisor:
 
         abandoned: list[Unfinished] | None = []
         if self.dispatcher is not None:
+            self.dispatch_stats = _get(self.dispatcher.stats.remote(), timeout=min(2.0, left())) or {}
             abandoned = _get(self.dispatcher.abandon.remote(reason), timeout=left())
             if abandoned is None:
                 log.warning("the dispatcher did not answer: what was still being evaluated is not known")

@@ -14,8 +14,10 @@ tasks=kernelbench tasks.path=<that folder>` (its settings: two islands, tuning w
 Per run: evaluations recorded, the rate over the whole run and in the steady state (the
 middle 80% of evaluations by their log timestamps), a tuned candidate counted once; the
 driver's wall time against its budget; the judge's phases (and the workers' start split
-into device setup and inputs) summed over the run's results; how many of the elites the islands hold at the end carry hardware metrics (GPU runs
-profile each elite: `run.profile_elites`, `run.ncu_share`).
+into device setup and inputs) summed over the run's results; the lanes' use, and the
+lane-seconds the dispatcher had nothing queued for them (`starved_s`); how many of the
+elites the islands hold at the end carry hardware metrics (GPU runs profile each elite:
+`run.profile_elites`, `run.ncu_share`).
 `--checkout DIR` runs another checkout's `python -m foundry` (e.g. an older commit) on
 the same problems, for a before/after comparison in one invocation.
 """
@@ -126,8 +128,12 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
              for m in ((r.result.metrics or {}) for r in records) if isinstance(m.get("lane"), dict)]
     busy = sum(b - a for a, b in spans)
     window = (max(b for _, b in spans) - min(a for a, _ in spans)) if spans else 0.0
+    # the dispatcher's count of lane-seconds with nothing queued (the islands not keeping lanes fed)
+    dispatch = (meta.get("sessions") or [{}])[-1].get("dispatch") or {}
+    starved = sum(float(w.get("starved_s") or 0.0) for w in (dispatch.get("workers") or {}).values())
     utilization = {"lanes": lanes, "busy_s_recorded": round(busy, 2), "window_s": round(window, 2),
                    "busy_fraction": round(busy / (lanes * window), 3) if lanes and window else None,
+                   "starved_s": round(starved, 2) if dispatch else None,
                    "evaluators": [{k: e.get(k) for k in ("name", "lanes", "busy_s", "evaluated", "gate")}
                                   for e in evaluators]}
     return {"evaluations": n, "correct": sum(r.result.correct for r in records),

@@ -34,6 +34,22 @@ async def test_balances_by_speed_and_returns_results():
     await b.aclose()
 
 
+async def test_a_slot_waiting_with_nothing_queued_counts_as_starved():
+    log = []
+    b = Balancer()
+    b.add_worker("w", worker("w", 0.001, log), slots=2)
+    await asyncio.sleep(0.05)  # both slots wait: nothing is queued yet
+    await asyncio.gather(b.submit(1), b.submit(2))
+    starved = b.stats()["workers"]["w"]["starved_s"]
+    assert 0.09 <= starved < 1.0  # two slots, about 0.05 s each
+    busy_only = Balancer()
+    busy_only.add_worker("w", worker("w", 0.001, log), slots=1)
+    await asyncio.gather(*(busy_only.submit(i) for i in range(5)))  # queued before the slot first looks
+    assert busy_only.stats()["workers"]["w"]["starved_s"] < 0.05
+    await b.aclose()
+    await busy_only.aclose()
+
+
 async def test_work_of_a_lost_worker_is_requeued_to_another():
     log = []
     b = Balancer(retry_delay_s=0.05)

@@ -159,6 +159,9 @@ def test_each_tasks_compiler_seed_is_judged_in_the_run(tmp_path):
     assert seeds[0].result.correct, seeds[0].result.error
     session = json.loads((run_dir / "run.json").read_text())["sessions"][-1]
     assert "Compiler seed (c backend)" in session["compiler_seeds"]["relu"]
+    dispatch = session["dispatch"]  # the dispatcher's counts at the stop, its lanes' idle time with them
+    assert dispatch["submitted"] >= len(read_evaluations(run_dir)) > 0
+    assert [w["starved_s"] >= 0.0 for w in dispatch["workers"].values()] == [True]
     assert "compiler seed for relu" in out.stdout
     assert "| relu |" in (run_dir / "report.md").read_text()
 
