@@ -100,8 +100,11 @@ def test_sigkill_then_resume_loses_nothing_and_ctrl_c_writes_the_report(llm_serv
         proc.wait(30)
     before = read_evaluations(run_dir)  # everything it had recorded when it died
     assert len(before) >= 4
+    # a budget the resumed run cannot spend before the Ctrl-C (once, in CI, it ended on its
+    # own with "evaluation budget spent" before the Ctrl-C came); a lost Ctrl-C would show
+    # as the communicate() timeout below
     proc = _start([sys.executable, "-m", "foundry", f"resume={run_dir}", "budget.wall_time_s=600",
-                   "run.progress=log"])
+                   "budget.evaluations=100000", "run.progress=log"])
     try:
         _wait_for(run_dir, len(before) + 2, proc)
         os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C on the terminal reaches the whole group
