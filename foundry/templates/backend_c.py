@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from foundry.templates.candidate import assemble, kernel_args, launcher_class
 from foundry.templates.emit_c import TUNABLE_C, c_source
+from foundry.templates.fxutil import NotCovered
 from foundry.templates.ir import Description
 
 HEADER = '''import torch
@@ -39,6 +40,9 @@ def tunable_for(desc: Description) -> dict:
 
 def emit_c_candidate(*, desc: Description, task_source: str, params: dict | None = None,
                      tunable: dict | None = None) -> str:
+    if desc.half_dtypes:
+        raise NotCovered(f"the c templates compute float32 tasks only; this one reads or writes "
+                         f"{', '.join(desc.half_dtypes)}")
     tun = tunable or tunable_for(desc)
     defaults = {k: v[0] for k, v in tun.items()}
     defaults.update(params or {})

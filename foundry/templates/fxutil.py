@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-_DTYPES = {torch.float32: "float32", torch.bool: "bool", torch.int64: "int64", torch.int32: "int32"}
+_DTYPES = {torch.float32: "float32", torch.bfloat16: "bfloat16", torch.float16: "float16", torch.bool: "bool",
+           torch.int64: "int64", torch.int32: "int32"}
 
 
 class NotCovered(ValueError):

@@ -12,7 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FLOAT = "float32"
+FLOAT = "float32"  # what every template computes in
+# the float dtypes a region may read and write (a 16-bit one is loaded into float32, computed
+# there and rounded once when stored)
+FLOATS = ("float32", "bfloat16", "float16")
 
 
 @dataclass(frozen=True)
@@ -200,3 +203,11 @@ class Description:
     @property
     def families(self) -> tuple:
         return tuple(sorted({r.family for r in self.regions}))
+
+    @property
+    def half_dtypes(self) -> tuple:
+        """The 16-bit float dtypes its regions read or write (none: a float32 task)."""
+        names = {r.out_dtype for r in self.regions}
+        for r in self.regions:
+            names.update(o.dtype for p in (r.pre, r.post) if p is not None for o in p.operands)
+        return tuple(sorted(n for n in names if n in FLOATS and n != FLOAT))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from foundry.templates.ir import Region
 
-TORCH_DTYPE = {"float32": "torch.float32", "int64": "torch.int64"}
+TORCH_DTYPE = {"float32": "torch.float32", "bfloat16": "torch.bfloat16", "float16": "torch.float16",
+               "int64": "torch.int64"}
 
 
 def phase_ints(region: Region) -> list[str]:

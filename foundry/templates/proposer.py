@@ -67,7 +67,11 @@ class TemplateProposer(Proposer):
         why = coverage(request.task)
         if why:
             return why
-        fams = set(describe_task(request.task).families)
+        desc = describe_task(request.task)
+        if request.backend == "c" and desc.half_dtypes:
+            return (f"no template applies; needs an LLM (the c templates compute float32 tasks only, this one "
+                    f"reads or writes {', '.join(desc.half_dtypes)}; the triton templates take it)")
+        fams = set(desc.families)
         off = sorted(fams - set(self.config.families))
         if off:
             return f"no template applies; needs an LLM (families disabled in templates.families: {', '.join(off)})"

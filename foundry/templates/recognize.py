@@ -15,7 +15,7 @@ import torch.fx as fx
 import torch.nn as nn
 from torch.fx.passes.shape_prop import ShapeProp
 
-from foundry.templates.ir import FLOAT, Description, Instr, Operand, Phase, Ref, Region, RowOp
+from foundry.templates.ir import FLOAT, FLOATS, Description, Instr, Operand, Phase, Ref, Region, RowOp
 from foundry.templates.decompose import decompose
 from foundry.templates.forward import _linear_epilogue, _prologues, _rewrite
 from foundry.templates.fxutil import NotCovered, _dtype, _shape, tensor_dtypes
@@ -85,18 +85,18 @@ class _Growing:
 
 
 def _analyse(node, modules):
-    """('pw', PointwiseCall) | ('row', RowCall) | None, for float32 tensor nodes."""
-    if _dtype(node) not in ("float32", "int64") or _shape(node) is None:
+    """('pw', PointwiseCall) | ('row', RowCall) | None, for float tensor nodes."""
+    if _dtype(node) not in (*FLOATS, "int64") or _shape(node) is None:
         if node.op == "call_function" and node.target.__name__ == "getitem":
             return None
         return None
     pw = pointwise_of(node, modules)
-    if pw is not None and _dtype(node) == "float32":
+    if pw is not None and _dtype(node) in FLOATS:
         return ("pw", pw)
     src = node.args[0] if node.args else None
     rank = len(_shape(src)) if isinstance(src, fx.Node) and _shape(src) is not None else None
     row = rowop_of(node, modules, rank)
-    if row is not None and _dtype(row.x) == "float32":
+    if row is not None and _dtype(row.x) in FLOATS:
         return ("row", row)
     return None
 
@@ -123,7 +123,7 @@ def _reverse_scans(gm, modules, out, skip):
         if not isinstance(a, fx.Node) or len(a.users) != 1 or _flip_dims(a) is None:
             continue
         x = a.args[0]
-        if not isinstance(x, fx.Node) or _shape(x) is None or _dtype(x) != "float32":
+        if not isinstance(x, fx.Node) or _shape(x) is None or _dtype(x) not in FLOATS:
             continue
         rank = len(_shape(x))
         row = rowop_of(b, modules, rank)
@@ -147,7 +147,7 @@ def _tuple_rows(gm, modules, skip=None):
             src = node.args[0]
             if isinstance(src, fx.Node) and isinstance(node.args[1], int) and node.args[1] in (0, 1):
                 x = src.args[0] if src.args else None
-                if not isinstance(x, fx.Node) or _shape(x) is None or _dtype(x) != "float32":
+                if not isinstance(x, fx.Node) or _shape(x) is None or _dtype(x) not in FLOATS:
                     continue
                 row = rowop_of(src, modules, len(_shape(x)))
                 if row is not None and row.kind in ("max", "min"):
@@ -363,9 +363,10 @@ def describe(model: nn.Module, inputs) -> Description:
             regions.append((i, g))
     if not regions:
         dtypes = tensor_dtypes(gm)
-        others = sorted(str(d).replace("torch.", "") for d in dtypes if d.is_floating_point and d != torch.float32)
-        if others and torch.float32 not in dtypes:
-            raise NotCovered(f"the templates compute in float32 only; this forward computes in {', '.join(others)}")
+        names = {str(d).replace("torch.", "") for d in dtypes if d.is_floating_point}
+        if names and not names & set(FLOATS):
+            raise NotCovered(f"the templates read and write {', '.join(FLOATS)} only; this forward computes in "
+                             f"{', '.join(sorted(names))}")
         raise NotCovered("no fusable pointwise, reduction, softmax, norm, scan, pooling or loss op in the forward")
     built = []
     for k, (_, g) in enumerate(regions):
@@ -406,14 +407,21 @@ def _build_region(name, g, extra, modules) -> Region:
             if row.out_dtype != FLOAT:
                 raise NotCovered("pointwise ops after argmax/argmin")
             post, _ = _phase(post_nodes, out_shape, g.nodes, extra, row_node=g.row_node, result_node=g.last)
-        return Region(name=name, pre=pre, row=row, post=post, anchor=anchor,
-                      out_rank=len(_shape(g.last)), out_dtype=row.out_dtype)
+        return Region(name=name, pre=pre, row=row, post=post, anchor=anchor, out_rank=len(_shape(g.last)),
+                      out_dtype=row.out_dtype if row.out_dtype != FLOAT else _float_dtype(g.last))
     shape = g.pre_shape
     pre, pre_ops = _phase(pre_nodes, shape, g.nodes, extra, result_node=g.last)
     anchors = [i for i, o in enumerate(pre_ops) if _shape(o) == shape]
     if not anchors:
         raise NotCovered("a fused region has no full-shape input")
-    return Region(name=name, pre=pre, row=None, post=None, anchor=anchors[0], out_rank=len(shape))
+    return Region(name=name, pre=pre, row=None, post=None, anchor=anchors[0], out_rank=len(shape),
+                  out_dtype=_float_dtype(g.last))
+
+
+def _float_dtype(node) -> str:
+    """The float dtype a region stores its result in: its last node's (computed in FLOAT)."""
+    dtype = _dtype(node)
+    return dtype if dtype in FLOATS else FLOAT
 
 
 def _attr_var(path):

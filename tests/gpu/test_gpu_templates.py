@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.templates.cases import CASES
+from tests.templates.cases import CASES, HALF_CASES
 from tests.templates.helpers import assert_close, make_task
 
 pytestmark = pytest.mark.gpu
@@ -30,3 +30,26 @@ def test_case_matches_reference_on_the_gpu(tmp_path, name, forward, init, init_a
         ref, got = model(*on_gpu), candidate(*on_gpu)
     assert got.is_cuda
     assert_close(ref.cpu(), got.cpu())
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+@pytest.mark.parametrize("name,forward,init", HALF_CASES, ids=[c[0] for c in HALF_CASES])
+def test_half_precision_case_matches_eager_on_the_gpu(tmp_path, name, forward, init, dtype):
+    import torch
+
+    from foundry.evaluate.compare import DEFAULT_TOLERANCES
+    from foundry.templates.engine import emit, reference_and_inputs
+    from foundry.tuning.inprocess import load_candidate
+    task = make_task(tmp_path, f"{name}_{dtype}", forward=forward, init=f"{init}\nself.to(torch.{dtype})",
+                     inputs=f"[torch.randn(512, 33).to(torch.{dtype})]")
+    model, init_values, values = reference_and_inputs(task, seed=7)
+    module = load_candidate(emit(task, backend="triton"), {"BLOCK": 256, "SPLIT": 2})
+    torch.manual_seed(7)
+    candidate = module.ModelNew(*init_values).eval()
+    model, candidate = model.cuda(), candidate.cuda()
+    on_gpu = [v.cuda() for v in values]
+    with torch.no_grad():
+        ref, got = model(*on_gpu), candidate(*on_gpu)
+    assert got.dtype == ref.dtype == getattr(torch, dtype)
+    atol, rtol = DEFAULT_TOLERANCES[getattr(torch, dtype)]
+    torch.testing.assert_close(got.float().cpu(), ref.float().cpu(), atol=atol, rtol=rtol)

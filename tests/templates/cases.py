@@ -151,3 +151,14 @@ CASES += [  # pooling over 1 and 3 spatial dims, dilation, global average poolin
     ("global_avg_pool2d", "return F.adaptive_avg_pool2d(torch.sigmoid(xs[0]), 1) + 1.0", "pass", "[]", X5),
     ("global_avg_pool3d_module", "return self.p(xs[0])", "self.p = nn.AdaptiveAvgPool3d((1, 1, 1))", "[]", X3D),
 ]
+
+# 16-bit float tasks (the Triton templates only): (name, forward body, init body); the
+# init is followed by a cast of the module to the dtype, the input made in it
+HALF_CASES = [
+    ("gelu_tanh", "x = xs[0]\nreturn 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * torch.pow(x, 3.0))))",
+     "pass"),
+    ("softmax", "return torch.softmax(xs[0] * 2.0, dim=-1)", "pass"),
+    ("layernorm_scaled", "return self.n(xs[0]) * 2.0 + 1.0", "self.n = nn.LayerNorm(33)"),
+    ("sum_then_tanh", "return torch.tanh(xs[0].sum(dim=1))", "pass"),
+    ("bias_relu", "return torch.relu(xs[0] + self.b)", "self.b = nn.Parameter(torch.randn(33))"),
+]

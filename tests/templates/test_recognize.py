@@ -214,6 +214,7 @@ def test_a_forward_in_another_float_type_is_named_as_the_reason():
     class Gelu(nn.Module):
         def forward(self, x):
             return F.gelu(x)
-    with pytest.raises(NotCovered, match="float32 only; this forward computes in bfloat16"):
-        describe(Gelu(), [torch.randn(4, 8, dtype=torch.bfloat16)])
+    with pytest.raises(NotCovered, match="float16 only; this forward computes in float64"):
+        describe(Gelu(), [torch.randn(4, 8, dtype=torch.float64)])
     assert describe(Gelu(), [torch.randn(4, 8)])  # the same op in float32 is covered
+    assert describe(Gelu(), [torch.randn(4, 8, dtype=torch.bfloat16)]).half_dtypes == ("bfloat16",)
