@@ -31,7 +31,9 @@ def tunable_for(desc: Description, variant: str = "fused") -> dict:
 
 
 def variants_for(desc: Description) -> tuple:
-    return VARIANTS if desc.linear_epilogue is not None else ("fused",)
+    """The templates for `desc`: the matmul-with-epilogue one only for a float32 Linear (it
+    reads its operands and writes its output as float32)."""
+    return VARIANTS if desc.linear_epilogue is not None and not desc.half_dtypes else ("fused",)
 
 
 def emit_triton_candidate(*, desc: Description, task_source: str, params: dict | None = None,

@@ -161,4 +161,6 @@ HALF_CASES = [
     ("layernorm_scaled", "return self.n(xs[0]) * 2.0 + 1.0", "self.n = nn.LayerNorm(33)"),
     ("sum_then_tanh", "return torch.tanh(xs[0].sum(dim=1))", "pass"),
     ("bias_relu", "return torch.relu(xs[0] + self.b)", "self.b = nn.Parameter(torch.randn(33))"),
+    ("cumsum", "return torch.cumsum(xs[0], dim=1) * 0.5", "pass"),
+    ("amax_keepdim_sub", "return xs[0] - torch.amax(xs[0], dim=1, keepdim=True)", "pass"),
 ]

@@ -14,7 +14,7 @@ pytest.importorskip("triton")
 import torch  # noqa: E402
 
 from foundry.evaluate.compare import DEFAULT_TOLERANCES  # noqa: E402
-from foundry.templates.engine import describe_task, emit  # noqa: E402
+from foundry.templates.engine import describe_task, emit, variants  # noqa: E402
 from foundry.templates.proposer import TemplateProposer  # noqa: E402
 from foundry.types import ProposalRequest  # noqa: E402
 from tests.templates.cases import HALF_CASES  # noqa: E402
@@ -56,3 +56,15 @@ def test_a_float64_forward_is_still_not_covered(tmp_path):
                      inputs="[torch.randn(4, 33).double()]")
     with pytest.raises(ValueError, match="float64"):
         describe_task(task)
+
+
+def test_a_half_precision_linear_gets_the_fused_template_only(tmp_path):
+    """The matmul-with-epilogue template reads and writes float32: not offered in bf16."""
+    task = make_task(tmp_path, "mm_bf16", forward="return F.gelu(self.l(x)) * 0.5", sig="x",
+                     init="self.l = nn.Linear(33, 20)\nself.to(torch.bfloat16)",
+                     inputs="[torch.randn(5, 33).to(torch.bfloat16)]")
+    assert variants(task, "triton") == ("fused",)
+    ref, got = run_candidate(task, backend="triton", params={"BLOCK": 16})
+    atol, rtol = DEFAULT_TOLERANCES[torch.bfloat16]
+    assert got.dtype == torch.bfloat16
+    torch.testing.assert_close(got, ref, atol=atol, rtol=rtol)
