@@ -88,7 +88,10 @@ class IslandWorker:
         self._looping = False  # inside run()
         self.proposer_errors = 0
         self.max_proposer_errors = max_proposer_errors
-        self._next = 0
+        # the round-robin over tasks starts at a different task on each island: islands
+        # that start together would otherwise propose the same first candidates at once,
+        # judged once for both while a slot of the other waits: fewer candidates queue for the lanes
+        self._next = island_index * max(1, in_flight)
         self._stopping = False
 
     # -- control -----------------------------------------------------------

@@ -244,3 +244,33 @@ async def test_a_failed_profile_costs_the_elite_nothing(relu_task):
     records = w.drain()["records"]
     assert len(records) == 3 and all("hardware" not in (r.metrics or {}) for _, r, _ in records)
     assert w.hosts[relu_task.task_id].island.archive.elites()
+
+
+async def test_islands_start_their_round_robin_on_different_tasks(relu_task):
+    """Two islands that start together do not propose for the same tasks at once."""
+    tasks = {f"t{k}": dataclasses.replace(relu_task, task_id=f"t{k}") for k in range(6)}
+
+    class Recording(CopyKernelProposer):
+        def __init__(self, **kw):
+            super().__init__(**kw)
+            self.asked: list = []
+
+        async def propose(self, request):
+            self.asked.append(request.task.task_id)
+            if len(self.asked) >= 3:
+                worker.stop("the first wave is what is tested")
+            return await super().propose(request)
+
+    async def submit(t, cand):
+        return cand, FixedCostEvaluator().evaluate(task=t, candidate=cand), "ev-0", ""
+
+    first = {}
+    for index in (0, 1):
+        hosts = {t: IslandHost(make_island(island={"count": 2}, island_index=index, task_id=t, seed=0))
+                 for t in tasks}
+        proposer = Recording(island_index=index)
+        worker = IslandWorker(island_index=index, tasks=tasks, hosts=hosts, proposer=proposer, submit=submit,
+                              backend="c", in_flight=3)
+        await worker.run()
+        first[index] = sorted(proposer.asked[:3])
+    assert first[0] == ["t0", "t1", "t2"] and first[1] == ["t3", "t4", "t5"]
