@@ -38,11 +38,20 @@ def tunable_for(desc: Description) -> dict:
     return tun
 
 
+def why_not_c(desc: Description) -> str | None:
+    """Why the c templates do not take `desc` (None when they do): they compute float32
+    tasks only."""
+    if desc.half_dtypes:
+        return (f"the c templates compute float32 tasks only, this one reads or writes "
+                f"{', '.join(desc.half_dtypes)}; the triton templates take it")
+    return None
+
+
 def emit_c_candidate(*, desc: Description, task_source: str, params: dict | None = None,
                      tunable: dict | None = None) -> str:
-    if desc.half_dtypes:
-        raise NotCovered(f"the c templates compute float32 tasks only; this one reads or writes "
-                         f"{', '.join(desc.half_dtypes)}")
+    why = why_not_c(desc)
+    if why:
+        raise NotCovered(why)
     tun = tunable or tunable_for(desc)
     defaults = {k: v[0] for k, v in tun.items()}
     defaults.update(params or {})

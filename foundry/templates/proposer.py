@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 
+from foundry.templates.backend_c import why_not_c
 from foundry.templates.config import TemplateConfig
 from foundry.templates.engine import BACKENDS, coverage, describe_task, emit, variants
 from foundry.templates.mutate import TemplateState, mutate, read_state, split_epilogues
@@ -68,9 +69,9 @@ class TemplateProposer(Proposer):
         if why:
             return why
         desc = describe_task(request.task)
-        if request.backend == "c" and desc.half_dtypes:
-            return (f"no template applies; needs an LLM (the c templates compute float32 tasks only, this one "
-                    f"reads or writes {', '.join(desc.half_dtypes)}; the triton templates take it)")
+        why_c = why_not_c(desc) if request.backend == "c" else None
+        if why_c:
+            return f"no template applies; needs an LLM ({why_c})"
         fams = set(desc.families)
         off = sorted(fams - set(self.config.families))
         if off:
