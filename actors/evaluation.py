@@ -28,23 +28,24 @@ def as_logged(*, submitted: Candidate, evaluated: Candidate) -> Candidate:
 
 
 def tuner_config(templates: Mapping[str, Any]) -> dict:
-    """The tuner's settings from the `templates` group (its tune_* keys)."""
-    return {"budget": int(templates.get("tune_budget", 16)),
-            "exhaustive_max": int(templates.get("tune_exhaustive_max", 32)),
-            "seed": int(templates.get("tune_seed", 0)), "cache_path": templates.get("tune_cache")}
+    """The tuner's settings from the `templates` group (its tune_* keys), as a plain dict
+    for an actor's arguments."""
+    from foundry.templates.config import TemplateConfig
+    return dataclasses.asdict(TemplateConfig.from_config(dict(templates)).tuner_config())
 
 
 class EvaluationService:
     def __init__(self, *, evaluator: Any, tuning: Mapping[str, Any] | None, device: str,
-                 ceilings: Any = None):
+                 ceilings: Any = None, explored: Any = None):
         """`ceilings` (foundry.tasks.roofline.DeviceCeilings of the device, or None): each
         correct result then gets `metrics["roofline"]`, its position against the task's
-        floor (`Roofline.position`)."""
+        floor (`Roofline.position`). `explored` (foundry.tuning.explored.ExploredPoints):
+        what the tuners of the same device measured so far, shared by its lanes."""
         self.evaluator, self.device, self.ceilings = evaluator, device, ceilings
         self.tuner = None
         if tuning is not None:
             from foundry.tuning import Tuner, TunerConfig
-            self.tuner = Tuner(config=TunerConfig.from_config(dict(tuning)))
+            self.tuner = Tuner(config=TunerConfig.from_config(dict(tuning)), explored=explored)
         self.measurements = 0
         self._floors: dict[tuple, Any] = {}  # (task id, source hash) -> Roofline, or the reason there is none
 

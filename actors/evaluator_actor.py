@@ -25,6 +25,7 @@ from actors.evaluation import EvaluationService
 from actors.parts import device_ceilings, make_device_gate, make_evaluator
 from actors.seeding import SeedService
 from foundry.evaluate.hardware_profile import HardwareProfiler
+from foundry.tuning.explored import ExploredPoints
 from foundry.types import Candidate, EvalResult, Task
 
 
@@ -42,9 +43,11 @@ class EvaluatorActor:
                                                    threads=self.threads, gate=self.gate)
         # before any lane runs: measuring the device's ceilings must not overlap a timed section
         self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
+        explored = ExploredPoints()  # the lanes' tuners share what each parameter space gave
         self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate,
                                                                     backend=backend),
-                                           tuning=tuning, device=device, ceilings=self.ceilings)
+                                           tuning=tuning, device=device, ceilings=self.ceilings,
+                                           explored=explored)
                          for _ in range(max(1, lanes))]
         # elites' hardware metrics, each with the device to itself (GPU runs only)
         self.profiler = None if impl else HardwareProfiler(device=device, gate=self.gate, ncu_share=ncu_share)

@@ -19,7 +19,8 @@ class TemplateConfig:
     matmul-with-epilogue vs torch matmul + fused chain; fusion: fuse or split a region's
     epilogue); tune_budget: measurements per candidate; tune_exhaustive_max: spaces up to
     this size are searched whole; tune_seed: sampling seed; tune_cache: JSON cache path
-    (null: none)."""
+    (null: none); tune_repeat_budget: measurements per candidate whose parameter space
+    was already measured on the task (null: half of tune_budget, at least 2)."""
 
     enabled: bool = True
     families: tuple = FAMILIES
@@ -28,6 +29,7 @@ class TemplateConfig:
     tune_exhaustive_max: int = 32
     tune_seed: int = 0
     tune_cache: str | None = None
+    tune_repeat_budget: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "families", tuple(self.families))
@@ -51,4 +53,5 @@ class TemplateConfig:
     def tuner_config(self):
         from foundry.tuning.tuner import TunerConfig
         return TunerConfig(budget=self.tune_budget, exhaustive_max=self.tune_exhaustive_max,
-                           seed=self.tune_seed, cache_path=self.tune_cache)
+                           seed=self.tune_seed, cache_path=self.tune_cache,
+                           repeat_budget=self.tune_repeat_budget)

@@ -12,7 +12,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from foundry.config_keys import checked_keys
 from foundry.tuning.cache import TuningCache
-from foundry.tuning.space import SpaceError, points, read_tunable, size
+from foundry.tuning.explored import ExploredPoints, SpaceKey
+from foundry.tuning.space import SpaceError, defaults, points, read_tunable, size
 from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task, content_hash
 
 
@@ -20,22 +21,34 @@ from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task, con
 class TunerConfig:
     """budget: measurements per candidate (the defaults count as one); exhaustive_max:
     spaces up to this many points are walked whole (within the budget), larger ones are
-    sampled; seed: the sampling seed; cache_path: JSON cache file (None: no cache)."""
+    sampled; seed: the sampling seed; cache_path: JSON cache file (None: no cache);
+    repeat_budget: measurements per candidate whose parameter space the tuner has already
+    measured on the task (its own setting, the fastest seen, settings not yet tried;
+    None: half the budget, at least 2)."""
 
     budget: int = 16
     exhaustive_max: int = 32
     seed: int = 0
     cache_path: str | None = None
+    repeat_budget: int | None = None
 
     def __post_init__(self) -> None:
         if int(self.budget) < 1:
             raise ValueError(f"TunerConfig.budget must be >= 1, got {self.budget!r}")
+        if self.repeat_budget is not None and int(self.repeat_budget) < 1:
+            raise ValueError(f"TunerConfig.repeat_budget must be >= 1 or None, got {self.repeat_budget!r}")
         if int(self.exhaustive_max) < 1:
             raise ValueError(f"TunerConfig.exhaustive_max must be >= 1, got {self.exhaustive_max!r}")
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None) -> "TunerConfig":
         return cls(**checked_keys(cls, mapping, group="tuner"))
+
+    @property
+    def repeat_limit(self) -> int:
+        """Measurements for a space already measured on the task (never above the budget)."""
+        wanted = self.repeat_budget if self.repeat_budget is not None else max(2, (int(self.budget) + 1) // 2)
+        return max(1, min(int(self.budget), int(wanted)))
 
 
 @dataclass(frozen=True)
@@ -78,9 +91,12 @@ def cache_key(task: Task, cand: Candidate, device: str) -> str:
 
 
 class Tuner:
-    def __init__(self, *, config: TunerConfig | None = None):
+    def __init__(self, *, config: TunerConfig | None = None, explored: ExploredPoints | None = None):
+        """`explored`: what was measured of each space so far, shared by the tuners of one
+        evaluator's lanes (default: this tuner's own)."""
         self.config = config or TunerConfig()
         self.cache = TuningCache(self.config.cache_path)
+        self.explored = explored if explored is not None else ExploredPoints()
 
     def tune(self, *, task: Task, candidate: Candidate, measure: Measure, device: str,
              screen: Screen | None = None) -> TuneResult:
@@ -102,13 +118,21 @@ class Tuner:
             if res.correct:
                 recs = [TuningRecord(**r) for r in hit.get("records", [])]
                 return TuneResult(best, _annotate(res, recs, "cached"), tuple(recs), from_cache=True)
-        budget = int(self.config.budget) if tunable else 1
-        settings = points(tunable, limit=budget, exhaustive_max=int(self.config.exhaustive_max),
-                          seed=int(self.config.seed), start=_valid_start(candidate.params, tunable))
+        space = SpaceKey.of(task_id=task.task_id, task_hash=task.source_hash, backend=candidate.backend,
+                            device=device, tunable=tunable)
+        start = _valid_start(candidate.params, tunable)
+        if tunable and self.explored.screens(space):  # measured before: fewer, different settings
+            budget = self.config.repeat_limit
+            settings = self.explored.plan(space, tunable=tunable, start=dict(defaults(tunable), **start),
+                                          limit=budget, seed=int(self.config.seed))
+        else:
+            budget = int(self.config.budget) if tunable else 1
+            settings = points(tunable, limit=budget, exhaustive_max=int(self.config.exhaustive_max),
+                              seed=int(self.config.seed), start=start)
         if screen is not None and tunable:
             settings = list(settings)[:budget]
             if len(settings) > 1:
-                return self._screened(key, tunable, candidate, settings, measure, screen)
+                return self._screened(key, space, tunable, candidate, settings, measure, screen)
         records: list[TuningRecord] = []
         best_c, best_r = None, None
         for params in settings:
@@ -122,6 +146,8 @@ class Tuner:
                 best_c, best_r = cand, res
             if len(records) >= budget:
                 break
+        if tunable:
+            self.explored.record(space, [(r.params, r.runtime_ms if r.correct else None) for r in records])
         if best_c is None:
             last = res if records else measure(candidate)
             return TuneResult(candidate, _annotate(last, records, "no correct setting"), tuple(records))
@@ -130,10 +156,11 @@ class Tuner:
         return TuneResult(best_c, _annotate(best_r, records, "tuned"), tuple(records))
 
 
-    def _screened(self, key: str, tunable: dict, candidate: Candidate, settings: list, measure: Measure,
-                  screen: Screen) -> TuneResult:
+    def _screened(self, key: str, space: SpaceKey, tunable: dict, candidate: Candidate, settings: list,
+                  measure: Measure, screen: Screen) -> TuneResult:
         started = time.monotonic()
         screened = list(screen(candidate, settings))
+        self.explored.record(space, [(p.params, p.runtime_ms if p.ok else None) for p in screened])
         parts = screen_parts(screened, wall_s=time.monotonic() - started)
         records = [TuningRecord(params=dict(p.params), correct=p.ok, runtime_ms=p.runtime_ms, speedup_eager=None,
                                 stage=int(Stage.CORRECT) if p.ok else int(Stage.RUNTIME), error=p.error[:300])

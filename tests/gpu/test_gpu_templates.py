@@ -37,7 +37,7 @@ def test_case_matches_reference_on_the_gpu(tmp_path, name, forward, init, init_a
 def test_half_precision_case_matches_eager_on_the_gpu(tmp_path, name, forward, init, dtype):
     import torch
 
-    from foundry.evaluate.compare import DEFAULT_TOLERANCES
+    from foundry.evaluate.compare import compare
     from foundry.templates.engine import emit, reference_and_inputs
     from foundry.tuning.inprocess import load_candidate
     task = make_task(tmp_path, f"{name}_{dtype}", forward=forward, init=f"{init}\nself.to(torch.{dtype})",
@@ -51,5 +51,8 @@ def test_half_precision_case_matches_eager_on_the_gpu(tmp_path, name, forward, i
     with torch.no_grad():
         ref, got = model(*on_gpu), candidate(*on_gpu)
     assert got.dtype == ref.dtype == getattr(torch, dtype)
-    atol, rtol = DEFAULT_TOLERANCES[getattr(torch, dtype)]
-    torch.testing.assert_close(got.float().cpu(), ref.float().cpu(), atol=atol, rtol=rtol)
+    # the judge's own rule (atol scaled by the output's RMS): where a bf16 cumsum cancels
+    # to near zero, eager and the template (float32 sum, one rounding) differ by about an
+    # ulp of the running sum, 3 of 16896 elements beyond an unscaled atol on an H200
+    verdict = compare(ref, got)
+    assert verdict.ok, verdict.message
