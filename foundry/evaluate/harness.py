@@ -32,7 +32,8 @@ from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
 from foundry.evaluate.screen_run import run_screen  # noqa: E402
 from foundry.evaluate.trial_inputs import make_trial_inputs, trial_input_spec  # noqa: E402
-from foundry.tasks.inputs import InputSpec, clone_inputs, make_init_inputs, seed_everything  # noqa: E402,F401
+from foundry.tasks.inputs import (InputSpec, build_device, clone_inputs, make_init_inputs,  # noqa: E402,F401
+                                  seed_everything)
 from foundry.tasks.loader import build_module  # noqa: E402
 from foundry.types import Task  # noqa: E402
 
@@ -183,7 +184,8 @@ class Worker:
         models = []
         for v in self.variants:
             seed_everything(self.job.init_seed)
-            model = cls(*v["init"])
+            with build_device(self.device.name):  # as the judge builds its reference
+                model = cls(*v["init"])
             if hasattr(model, "eval"):
                 model.eval()
             models.append(self.device.to_device(model))
@@ -326,7 +328,8 @@ class Worker:
         sent in one "baseline_kernels" message."""
         module = self.variants[0]["module"]
         seed_everything(self.job.init_seed)
-        model = self.device.to_device(module.Model(*self.variants[0]["init"]))
+        with build_device(self.device.name):
+            model = self.device.to_device(module.Model(*self.variants[0]["init"]))
         model.eval()
         timing = self.job.timing
         if not self.wait_go():

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from foundry.evaluate.trial_inputs import make_trial_inputs, tensor_bytes
-from foundry.tasks.inputs import InputSpec, make_init_inputs, seeded
+from foundry.tasks.inputs import InputSpec, build_device, make_init_inputs, seeded
 from foundry.tasks.loader import build_module
 from foundry.types import Task
 
@@ -35,7 +35,8 @@ class ReferenceRunner:
     def model(self, task: Task, overrides: dict, init_seed: int) -> torch.nn.Module:
         module = self.module(task, overrides)
         init = make_init_inputs(module, init_seed)
-        with seeded(init_seed):  # parameters drawn from the global generators: one lane at a time
+        # parameters drawn from the global generators (one lane at a time), where the workers draw theirs
+        with seeded(init_seed), build_device(self.device.name):
             model = module.Model(*init)
         model.eval()
         return self.device.to_device(model)

@@ -55,7 +55,7 @@ import torch
 
 from foundry.evaluate.compare import CHUNK_CPU, CHUNK_CUDA, compare, tolerance
 from foundry.evaluate.trial_inputs import make_trial_inputs
-from foundry.tasks.inputs import InputSpec, make_init_inputs, seeded, trial_plan
+from foundry.tasks.inputs import InputSpec, build_device, make_init_inputs, seeded, trial_plan
 from foundry.tasks.loader import build_module
 from foundry.types import Task
 
@@ -341,7 +341,7 @@ def _check(task: Task, trials: int, overrides: dict, seed: int, device: str,
 
     def build() -> torch.nn.Module:
         init = make_init_inputs(module, seed)
-        with seeded(seed):
+        with seeded(seed), build_device(device):
             return module.Model(*init).eval().to(device)
 
     model = _reference(build)

@@ -78,6 +78,20 @@ def seed_everything(seed: int) -> None:
         pass
 
 
+@contextmanager
+def build_device(device: str) -> Iterator[None]:
+    """Where a task's modules are constructed: on a GPU, under it as torch's default
+    device, so parameters are drawn there by its generator (a multi-GB weight takes
+    milliseconds, not seconds of one CPU thread and a copy). The judge's reference and
+    every worker build this way from the same seed, so they hold the same values; on the
+    CPU nothing changes."""
+    if device == "cpu":
+        yield
+        return
+    with torch.device(device):
+        yield
+
+
 _GLOBAL_GENERATORS = threading.RLock()  # torch's (CPU and CUDA), Python's and numpy's
 
 

@@ -27,6 +27,8 @@ EAGER = {"kernels": 2, "launches": 3, "device_us": 41.5,
 class _Profiling:
     """A device that can say what a call launched (as CudaDevice.kernel_summary does)."""
 
+    name = "cpu"  # where models are built (the device protocol's name)
+
     def __init__(self):
         self.calls = 0
 
