@@ -138,12 +138,24 @@ class WarmWorker:
             self.proc = None
 
 
+def importable_path(pythonpath: str) -> str:
+    """`pythonpath` with the folder this `foundry` package was imported from first, so the
+    warm worker imports the judge's own code even when that folder is on the judge's
+    sys.path only (a script run from a checkout, a notebook) and not on its PYTHONPATH."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # holds foundry/
+    if os.path.basename(root) in ("site-packages", "dist-packages"):  # installed: importable anyway
+        return pythonpath
+    rest = [p for p in pythonpath.split(os.pathsep) if p and os.path.abspath(p) != root]
+    return os.pathsep.join([root, *rest])
+
+
 def warm_worker_for(config: EvalConfig, *, backends: Sequence[str] = ()) -> WarmWorker:
     """The warm worker (not started) for an Evaluator of `config` whose candidates use
     `backends`: a clean environment (no secrets) with the device's settings, and the
     backends' modules to import before forking."""
     env = clean_env(os.environ, config.secret_env_names)
     env.update(worker_env(config.device, threads=config.threads, tf32=config.tf32))
+    env["PYTHONPATH"] = importable_path(env.get("PYTHONPATH", ""))
     preload = list(BASE_PRELOAD)
     for name in backends:
         preload += [m for m in get_backend(name).preload if m not in preload]

@@ -31,3 +31,16 @@ def test_secrets_stay_out_of_the_warm_workers_environment(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-not-for-candidates")
     env = warm_worker_for(EvalConfig.from_config({"device": "cpu"})).env
     assert "OPENAI_API_KEY" not in env and env["TRITON_INTERPRET"] == "1"
+
+
+
+def test_the_warm_worker_imports_the_judges_code_when_only_the_judges_sys_path_has_it(monkeypatch):
+    # e.g. a benchmark run from a checkout that is not installed: its judge imports foundry
+    # through sys.path, and its warm worker (a new interpreter) needs the folder on PYTHONPATH
+    from foundry.evaluate.config import EvalConfig
+    from foundry.evaluate.warm_worker import importable_path, warm_worker_for
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    env = warm_worker_for(EvalConfig.from_config({"device": "cpu"})).env
+    assert env["PYTHONPATH"] == f"{ROOT}:/elsewhere"
+    assert importable_path("") == str(ROOT)
+    assert importable_path(f"/elsewhere:{ROOT}") == f"{ROOT}:/elsewhere"  # once, first
