@@ -33,6 +33,9 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 
+NO_LANE = 0  # the thread of a standby worker: no thread's ident is 0
+
+
 @dataclass
 class _Worker:
     thread: int  # the lane (thread) that runs it
@@ -163,16 +166,32 @@ class DeviceGate:
         return self._owner == threading.get_ident()
 
     # ------------------------------------------------------------------ workers
-    def register(self, pid: int) -> None:
+    def register(self, pid: int, *, standby: bool = False) -> None:
         """A worker this thread has just forked, before it is sent its job (until then it
-        runs only the judge's own code): stopped at once if another lane is timing."""
+        runs only the judge's own code): stopped at once if another lane is timing. A
+        `standby` worker (forked ahead of a job no lane has yet) belongs to no lane: it is
+        stopped during every lane's timed section until a lane `adopt`s it."""
         me = threading.get_ident()
         with self._cond:
-            w = self._workers[pid] = _Worker(thread=me)
-            self.stats.lanes_seen.add(me)
+            w = self._workers[pid] = _Worker(thread=NO_LANE if standby else me)
+            if not standby:
+                self.stats.lanes_seen.add(me)
             if self._owner is not None and self._owner != me and _signal_group(pid, signal.SIGSTOP):
                 w.frozen_since = time.monotonic()
                 self.stats.freezes += 1
+
+    def adopt(self, pid: int) -> None:
+        """This thread's lane takes the standby worker `pid` for its job (registered as
+        new if the gate did not know it); its stopped time counts from now."""
+        with self._cond:  # re-entrant
+            w = self._workers.get(pid)
+            if w is None:
+                self.register(pid)
+                return
+            w.thread, w.frozen_s = threading.get_ident(), 0.0
+            if w.frozen_since is not None:  # stopped for another lane's timed section, still
+                w.frozen_since = time.monotonic()
+            self.stats.lanes_seen.add(w.thread)
 
     def unregister(self, pid: int) -> float:
         """Forget a worker (it is being killed); returns the seconds it spent stopped."""

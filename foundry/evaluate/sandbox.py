@@ -13,6 +13,7 @@ import dataclasses
 import os
 import shutil
 import signal
+import socket
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -125,7 +126,7 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
             on_idle: Callable[[JobOutcome], bytes] = lambda o: b"g", shared_results: bool = True,
             importer=None, on_message: Callable[[Message], None] | None = None,
             cache_env: dict | None = None, gate: DeviceGate | None = None,
-            timed_idles: bool = False) -> JobOutcome:
+            timed_idles: bool = False, standby: bool = False) -> JobOutcome:
     """Fork a child for `job`, collect its messages until it is done, dies or runs out of
     time, then kill its process group. `on_idle` answers each idle message with the byte
     the child waits for ("g": go on, "s": stop). With `shared_results`, large outputs come
@@ -139,11 +140,22 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
     device work; with `timed_idles`, the
     child's idle messages alternate between "about to time" (the go comes with the device
     held alone) and "timed" (the device is let go). Time the child spent stopped for
-    another lane, or waiting for the device, extends its deadline."""
+    another lane, or waiting for the device, extends its deadline.
+
+    With `standby` (no address cap: a GPU's jobs), the job runs in the child the warm
+    worker forked ahead with the same sandbox settings, whose device is ready (a CUDA
+    context takes about half a second to create), and when the job is over the next such
+    child is forked; it waits stopped like any worker during other lanes' timed sections."""
     gate = gate if gate is not None else DeviceGate()
     t0 = time.monotonic()
     out = JobOutcome(memory_cap_mb=float(memory_mb), started_at=t0)
-    tmp = tempfile.mkdtemp(prefix="foundry-w-")
+    setup = {"memory_mb": memory_mb, "fsize_mb": 256, "address_cap": address_cap, "isolate": isolate,
+             "cache_env": dict(cache_env or {}), "device": job.device, "threads": job.threads}
+    standby = standby and not address_cap
+    ready = worker.take_standby(setup) if standby else None
+    if standby and ready is None and worker.standby is not None:  # one forked for other settings
+        gate.unregister(worker.discard_standby())
+    tmp = ready.setup["tmpdir"] if ready is not None else tempfile.mkdtemp(prefix="foundry-w-")
     log_path = os.path.join(tmp, "worker.log")
     job_r, job_w = os.pipe()
     res_r, res_w = os.pipe()
@@ -153,15 +165,21 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
     pid = None
     holding = False  # this job's timed section has the device
     try:
-        fork = {"op": "fork", "tmpdir": tmp, "memory_mb": memory_mb, "fsize_mb": 256,
-                "address_cap": address_cap, "isolate": isolate, "cache_env": dict(cache_env or {})}
         fds = [job_r, res_w, log_w] + ([shm_fd] if shm_fd >= 0 else [])
-        try:
-            reply = worker.request(fork, fds)
-        except SandboxError:  # the warm worker had died: one retry on a fresh one
-            reply = worker.request(fork, fds)
-        pid = int(reply["pid"])
-        gate.register(pid)  # before its job is written: nothing of the job has run yet
+        if ready is not None and _hand_over(ready, fds):
+            pid = ready.pid
+            gate.adopt(pid)  # registered when forked; this lane's from now on
+        else:
+            if ready is not None:  # it had died: a plain fork, in the same tmpdir
+                gate.unregister(ready.pid)
+                _reap_quietly(worker, ready.pid)
+            fork = {"op": "fork", "tmpdir": tmp, **{k: v for k, v in setup.items() if k not in ("device", "threads")}}
+            try:
+                reply = worker.request(fork, fds)
+            except SandboxError:  # the warm worker had died: one retry on a fresh one
+                reply = worker.request(fork, fds)
+            pid = int(reply["pid"])
+            gate.register(pid)  # before its job is written: nothing of the job has run yet
         for fd in (job_r, res_w, log_w):
             os.close(fd)
         job_r = res_w = log_w = -1
@@ -252,7 +270,41 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
         out.log = _tail(log_path, 8000)
         shutil.rmtree(tmp, ignore_errors=True)
         out.wall_s = time.monotonic() - t0
+        if standby:
+            _fork_ahead(worker, setup, gate)
     return out
+
+
+def _hand_over(ready, fds: list[int]) -> bool:
+    """Send the job's channels to the child forked ahead; False where it is gone."""
+    try:
+        socket.send_fds(ready.ctl, [b"go"], fds)
+        return True
+    except OSError:
+        return False
+    finally:
+        ready.ctl.close()
+
+
+def _reap_quietly(worker: WarmWorker, pid: int) -> None:
+    try:
+        worker.request({"op": "reap", "pid": pid})
+    except SandboxError:
+        pass
+
+
+def _fork_ahead(worker: WarmWorker, setup: dict, gate: DeviceGate) -> None:
+    """The next job's child, forked now with `setup` and known to the gate (stopped during
+    any lane's timed section until a lane adopts it)."""
+    tmp = tempfile.mkdtemp(prefix="foundry-w-")
+    try:
+        ready = worker.prepare_standby({**setup, "tmpdir": tmp})
+    except Exception:  # noqa: BLE001 - the next job forks its own child
+        ready = None
+    if ready is None:
+        shutil.rmtree(tmp, ignore_errors=True)
+        return
+    gate.register(ready.pid, standby=True)
 
 
 def _probe(pid: int, window_ms: float) -> dict:

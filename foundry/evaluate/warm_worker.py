@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from typing import Sequence
 
 from foundry.evaluate.backends import get_backend
@@ -32,8 +34,27 @@ class SandboxError(RuntimeError):
     """The warm worker could not be started or stopped answering."""
 
 
+@dataclass(frozen=True)
+class Standby:
+    """A child forked ahead of its job (the zygote's "standby" op): its sandbox set up
+    with `setup` (the fork request, tmpdir included) and its device readied; it runs the
+    job whose channels are sent on `ctl`."""
+
+    pid: int
+    ctl: socket.socket
+    setup: dict
+
+    def matches(self, setup: dict) -> bool:
+        """Whether a job that needs `setup` may run here (its own tmpdir and host-memory
+        figure aside: a standby child is kept only where no address cap applies)."""
+        ignore = ("tmpdir", "memory_mb")
+        return ({k: v for k, v in self.setup.items() if k not in ignore}
+                == {k: v for k, v in setup.items() if k not in ignore})
+
+
 class WarmWorker:
-    """One warm pre-imported process that forks a child per job."""
+    """One warm pre-imported process that forks a child per job, and keeps at most one
+    child forked ahead (`prepare_standby`, `take_standby`)."""
 
     def __init__(self, *, env: dict, preload: tuple = ()):
         self.env = env
@@ -43,6 +64,7 @@ class WarmWorker:
         self.start_s = 0.0
         self._pending = False  # launched, its "ready" not read yet
         self._launched_at = 0.0
+        self.standby: Standby | None = None
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
@@ -110,6 +132,49 @@ class WarmWorker:
             raise SandboxError(f"warm worker unreachable ({e})") from None
         return self._recv(CTL_TIMEOUT_S)
 
+    def prepare_standby(self, setup: dict) -> Standby | None:
+        """Fork a child ahead of the next job with `setup` (a "fork" request with its own
+        tmpdir, plus "device" and "threads"); None where one is already waiting or the
+        warm worker could not fork. The caller removes `setup["tmpdir"]` when it gets None."""
+        if self.standby is not None:
+            return None
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            reply = self.request({"op": "standby", **setup}, [theirs.fileno()])
+            self.standby = Standby(int(reply["pid"]), mine, dict(setup))
+        except (SandboxError, KeyError, ValueError):
+            mine.close()
+            return None
+        finally:
+            theirs.close()
+        return self.standby
+
+    def take_standby(self, setup: dict) -> Standby | None:
+        """The child forked ahead, where it matches `setup` (else None, and a child that
+        does not match stays for the caller to `discard_standby`)."""
+        if self.standby is None or not self.standby.matches(setup):
+            return None
+        taken, self.standby = self.standby, None
+        return taken
+
+    def discard_standby(self) -> int | None:
+        """End the child forked ahead, if any (killed, reaped, its tmpdir removed); its pid."""
+        if self.standby is None:
+            return None
+        gone, self.standby = self.standby, None
+        gone.ctl.close()
+        try:
+            os.killpg(gone.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        if self.alive():
+            try:
+                self.request({"op": "reap", "pid": gone.pid})
+            except SandboxError:
+                pass
+        shutil.rmtree(gone.setup.get("tmpdir", ""), ignore_errors=True)
+        return gone.pid
+
     def ensure_preloaded(self, modules: tuple) -> None:
         new = [m for m in modules if m not in self.preload]
         if not new:
@@ -119,6 +184,7 @@ class WarmWorker:
             self.request({"op": "preload", "modules": new})
 
     def close(self) -> None:
+        self.discard_standby()
         self._pending = False
         if self.sock is not None:
             try:

@@ -11,6 +11,9 @@ Control messages (JSON, one per SOCK_SEQPACKET datagram, from the judge only):
       optionally the job's result file (a sealed memfd for large outputs)]
       ("isolate": enter foundry.evaluate.isolation before the job runs)
       -> {"pid"}
+  {"op": "standby", "tmpdir", "memory_mb", "fsize_mb", "isolate", "device", "threads"} + fds
+      [ctl]: a child set up as for "fork" (its device readied too) that waits on ctl
+      for the job's fds (one datagram, any payload) -> {"pid"}
   {"op": "reap", "pid"} -> {"status": waitpid status, "orphans": n}   (after the judge
       killed the child's process group; also kills and reaps any orphaned descendants,
       this process being their subreaper)
@@ -60,52 +63,101 @@ def _preload(modules) -> dict:
     return failed
 
 
+def _setup(sock: socket.socket, req: dict) -> str:
+    """The child's sandbox, before it gets its job's channels: its own process group,
+    limits, temp dir, caches and (with "isolate") its namespaces. Returns "" or, where
+    isolation failed, why (the job is then answered with that error)."""
+    os.setpgid(0, 0)
+    sock.close()
+    _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # processes and threads: what the user runs now plus headroom (no fork bombs)
+    nproc = sum(1 for e in os.listdir("/proc") if e.isdigit()) + int(req.get("nproc_headroom", 512))
+    resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+    fsize = int(req["fsize_mb"]) << 20
+    resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
+    if req.get("address_cap", True):  # CUDA reserves far more address space than it uses
+        cap = _vm_bytes() + (int(req["memory_mb"]) << 20)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+    tmp = req["tmpdir"]
+    os.chdir(tmp)
+    for var in ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
+        os.environ[var] = tmp
+    for var, path in (req.get("cache_env") or {}).items():  # persistent compiler caches, the judge's choice
+        if var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR") and isinstance(path, str):
+            os.environ[var] = path
+    import tempfile
+    tempfile.tempdir = tmp
+    sys.dont_write_bytecode = True  # a candidate's process reads the warm worker's bytecode, writes none
+    if req.get("isolate"):
+        from foundry.evaluate.isolation import isolate
+        from foundry.kernels import BUILD_CACHES, cache_dir
+        try:
+            isolate([tmp] + [str(cache_dir(kind)) for kind in BUILD_CACHES])
+            os.chdir(tmp)  # re-enter through the writable bind mount
+        except OSError as e:
+            return f"could not isolate the worker: {e}"
+    return ""
+
+
+def _redirect(fds: list[int]) -> None:
+    """The child's standard streams: no input, output and errors to the job's log."""
+    log_fd = fds[2]
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    os.close(null)
+    os.close(log_fd)
+
+
+def _run(fds: list[int], failed: str) -> None:
+    """The job: the harness on its channels, or, where the sandbox could not be set up,
+    that error as the job's answer."""
+    job_fd, result_fd = fds[:2]
+    shm_fd = fds[3] if len(fds) > 3 else -1
+    if failed:
+        from foundry.evaluate import protocol
+        protocol.send(result_fd, {"kind": "error", "stage": "sandbox", "error": failed})
+        raise RuntimeError(failed)
+    from foundry.evaluate import harness
+    harness.main(job_fd, result_fd, shm_fd)
+
+
 def _child(sock: socket.socket, req: dict, fds: list[int]) -> None:
     code = 70
     try:
-        os.setpgid(0, 0)
-        sock.close()
-        _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        job_fd, result_fd, log_fd = fds[:3]
-        shm_fd = fds[3] if len(fds) > 3 else -1
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.dup2(log_fd, 1)
-        os.dup2(log_fd, 2)
-        os.close(null)
-        os.close(log_fd)
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        # processes and threads: what the user runs now plus headroom (no fork bombs)
-        nproc = sum(1 for e in os.listdir("/proc") if e.isdigit()) + int(req.get("nproc_headroom", 512))
-        resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
-        fsize = int(req["fsize_mb"]) << 20
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        if req.get("address_cap", True):  # CUDA reserves far more address space than it uses
-            cap = _vm_bytes() + (int(req["memory_mb"]) << 20)
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-        tmp = req["tmpdir"]
-        os.chdir(tmp)
-        for var in ("TMPDIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "XDG_CACHE_HOME"):
-            os.environ[var] = tmp
-        for var, path in (req.get("cache_env") or {}).items():  # persistent compiler caches, the judge's choice
-            if var in ("TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR") and isinstance(path, str):
-                os.environ[var] = path
-        import tempfile
-        tempfile.tempdir = tmp
-        sys.dont_write_bytecode = True  # a candidate's process reads the warm worker's bytecode, writes none
-        if req.get("isolate"):
-            from foundry.evaluate.isolation import isolate
-            from foundry.kernels import BUILD_CACHES, cache_dir
+        _redirect(fds)
+        _run(fds, _setup(sock, req))
+    except BaseException:  # noqa: BLE001
+        import traceback
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def _standby(sock: socket.socket, req: dict, ctl_fd: int) -> None:
+    """A child forked ahead of its job: its sandbox set up as for "fork", then its device
+    readied (on a GPU, the CUDA context: about half a second), then it waits on `ctl_fd`
+    for the job's channels (the "fork" request's fds, in one datagram). A closed `ctl_fd`
+    ends it. Isolation comes before the device, as in a forked child, so every thread the
+    device starts is already inside the sandbox."""
+    code = 70
+    try:
+        failed = _setup(sock, req)
+        if not failed:
             try:
-                isolate([tmp] + [str(cache_dir(kind)) for kind in BUILD_CACHES])
-                os.chdir(tmp)  # re-enter through the writable bind mount
-            except OSError as e:
-                from foundry.evaluate import protocol
-                protocol.send(fds[1], {"kind": "error", "stage": "sandbox",
-                                       "error": f"could not isolate the worker: {e}"})
-                raise
-        from foundry.evaluate import harness
-        harness.main(job_fd, result_fd, shm_fd)
+                from foundry.evaluate.device import get_device
+                get_device(str(req["device"])).prepare_worker(int(req["threads"]))
+            except BaseException:  # noqa: BLE001 - the job's own setup fails again and says why
+                pass
+        ctl = socket.socket(fileno=ctl_fd)
+        msg, fds, _, _ = socket.recv_fds(ctl, 1 << 16, 8)
+        ctl.close()
+        if msg and len(fds) >= 3:
+            _redirect(fds)
+            _run(fds, failed)
+        code = 0
     except BaseException:  # noqa: BLE001
         import traceback
         traceback.print_exc()
@@ -172,12 +224,14 @@ def main() -> None:
             break
         req = json.loads(msg)
         op = req.get("op")
-        if op == "fork":
+        if op in ("fork", "standby"):
             sys.stdout.flush()
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                _child(sock, req, fds)
+                if op == "fork":
+                    _child(sock, req, fds)
+                _standby(sock, req, fds[0])
             for fd in fds:
                 os.close(fd)
             try:
