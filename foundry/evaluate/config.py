@@ -51,6 +51,9 @@ class EvalConfig:
         (a task file may declare it itself: DEGENERATE_OK = "why").
     isolation: "auto" puts candidate workers in a read-only mount namespace without network
         or capabilities when the judge may (root); "required" fails when it may not; "none".
+    standby: on a GPU, run each job in a child forked ahead of it (its sandbox set up and
+        its CUDA context made while the lane finished the previous job); off by default
+        until measured on a GPU. Each lane then holds one more CUDA context.
     """
 
     device: str = "cpu"
@@ -78,6 +81,7 @@ class EvalConfig:
     idle_probe_ms: float = 40.0
     max_error_chars: int = 4000
     isolation: str = "auto"  # auto | none | required: read-only filesystem, no network, no capabilities
+    standby: bool = False  # cuda: each job in a child forked ahead (CUDA context ready)
     tf32: str = "off"  # cuda: TF32 for matmul and cuDNN: "off" | "on" | "torch-default"
     atol: float | None = None  # None: the task's TOLERANCES, else per-dtype defaults
     rtol: float | None = None

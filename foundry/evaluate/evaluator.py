@@ -519,7 +519,7 @@ class Evaluator:
                        isolate=self.isolated and untrusted, address_cap=cfg.device != "cuda",
                        on_idle=on_idle if job.kind == "candidate" else (lambda o: b"g"),
                        on_message=on_message, cache_env=compiler_caches(trusted=not untrusted),
-                       gate=self.gate, timed_idles=True, standby=cfg.device == "cuda")
+                       gate=self.gate, timed_idles=True, standby=cfg.standby and cfg.device == "cuda")
 
     @contextmanager
     def _device_memory(self, task: Task, phases: PhaseTimes) -> Iterator[None]:

@@ -1,5 +1,5 @@
-"""Children forked ahead of their job (a GPU's jobs start without waiting for a CUDA
-context): run on the CPU here, with the standby path forced on."""
+"""Children forked ahead of their job (`EvalConfig.standby`: a GPU's jobs start without
+waiting for a CUDA context): run on the CPU here, with the standby path forced on."""
 
 from __future__ import annotations
 
@@ -43,13 +43,14 @@ def standby_judge(monkeypatch, tmp_path):
     jobs: list = []
 
     def with_standby(worker, job, **kw):
+        assert kw["standby"] is False  # the judge asks for it on a GPU only
         before = worker.standby.pid if worker.standby is not None else None
         out = run_job(worker, job, **{**kw, "address_cap": False, "standby": True})
         jobs.append((before, out))
         return out
     monkeypatch.setattr(evaluator_module, "run_job", with_standby)
     ev = Evaluator(config=EvalConfig.from_config({
-        "trials": 2, "timeout_s": 20, "compile_baseline": False, "timing_min_ms": 20,
+        "trials": 2, "timeout_s": 20, "compile_baseline": False, "timing_min_ms": 20, "standby": True,
         "baseline_cache_dir": str(tmp_path / "baselines")}))
     yield ev, jobs
     ev.close()
