@@ -36,6 +36,9 @@ def _combo(params: dict, names: list[str]) -> tuple:
 
 
 class ExploredPoints:
+    """Per parameter space: the settings measured so far with their fastest runtime, and
+    how many tunings measured it (`record`); the settings of its next tuning (`plan`)."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         # space -> {combo (reprs by sorted name): (fastest runtime ms seen, params)}
