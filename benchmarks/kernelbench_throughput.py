@@ -3,7 +3,7 @@ engine and tuner, the sandboxed judge) on KernelBench problems at their publishe
 
     python benchmarks/kernelbench_throughput.py [--path ../shared/kernelbench]
         [--problems 1/21 1/24 ...] [--wall-s 240] [--runs 2] [--checkout DIR]
-        [--override key=value ...] [--out throughput.json] [--keep DIR]
+        [--override key=value ...] [--then key=value ...] [--out throughput.json] [--keep DIR]
 
 The chosen problem files are linked into a temporary folder (`levelN/` kept, so task ids
 stay `levelN/<name>`), and the main job, `python -m foundry +exp=kernelbench
@@ -19,7 +19,9 @@ lane-seconds the dispatcher had nothing queued for them (`starved_s`); how many 
 elites the islands hold at the end carry hardware metrics (GPU runs profile each elite:
 `run.profile_elites`, `run.ncu_share`).
 `--checkout DIR` runs another checkout's `python -m foundry` (e.g. an older commit) on
-the same problems, for a before/after comparison in one invocation.
+the same problems, for a before/after comparison in one invocation; `--then KEY=VALUE ...`
+adds one run with those overrides after the others (e.g. `evaluator.standby=true`), an
+A/B of one setting on the same machine.
 """
 
 from __future__ import annotations
@@ -164,6 +166,9 @@ def main() -> int:
                     help="the experiment the run starts from (its tasks are replaced by the problems)")
     ap.add_argument("--out", default="")
     ap.add_argument("--keep", default="", help="folder for the runs' directories and logs (default: a temp dir)")
+    ap.add_argument("--then", nargs="*", default=[], metavar="KEY=VALUE",
+                    help="after the runs, one more run with these overrides added (caches as the runs left "
+                         "them): an A/B of one setting on one machine in one invocation")
     a = ap.parse_args()
 
     tmp = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="kb-problems-"))
@@ -174,12 +179,13 @@ def main() -> int:
     checkout = Path(a.checkout).resolve()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")])}
     runs = []
-    for k in range(a.runs):
+    plan = [list(a.override)] * a.runs + ([[*a.override, *a.then]] if a.then else [])
+    for k, overrides in enumerate(plan):
         run_dir = tmp / f"run{k}"
         cmd = [sys.executable, "-m", "foundry", *a.exp, "tasks=kernelbench", f"tasks.path={tmp / 'tasks'}",
                f"tasks.level=[{levels}]", "tasks.ids=null", "budget.evaluations=100000",
                f"budget.wall_time_s={a.wall_s}", "run.progress=log", "run.progress_every_s=30",
-               f"hydra.run.dir={run_dir}", *a.override]
+               f"hydra.run.dir={run_dir}", *overrides]
         t0 = time.monotonic()
         proc = subprocess.run(cmd, cwd=checkout, env=env, capture_output=True, text=True)
         wall = time.monotonic() - t0
@@ -188,7 +194,7 @@ def main() -> int:
             print(f"run {k} exited {proc.returncode}:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}", flush=True)
         summary = summarize(run_dir, wall_s=wall, budget_s=a.wall_s) if (run_dir / "evaluations").exists() \
             else {"evaluations": 0, "wall_s": wall}
-        summary.update(run=k, exit_code=proc.returncode, checkout=str(checkout))
+        summary.update(run=k, exit_code=proc.returncode, checkout=str(checkout), overrides=overrides)
         runs.append(summary)
         print(json.dumps({key: v for key, v in summary.items() if key != "tasks"}, default=str), flush=True)
         for task, t in sorted(summary.get("tasks", {}).items()):
