@@ -28,7 +28,7 @@ from actors.dispatch import TWIN
 from actors.evaluation import as_logged
 from actors.island_host import IslandHost
 from foundry.store.rundir import task_file_name, write_atomic
-from foundry.types import Candidate, EvalResult, Task
+from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, Task
 
 log = logging.getLogger(__name__)
 # submit(task, candidate) -> (candidate as evaluated, result | None, evaluator, refusal)
@@ -265,6 +265,8 @@ class IslandWorker:
         result = await self._profiled(task, child, result, evaluator, host)  # before it is logged or held
         result, _ = host.add(child, result)
         self.outbox.append((child, result, evaluator))
+        if TASK_TOO_LARGE in result.flags:  # no candidate of it fits this judge: propose no more
+            self.retire(task_id, (result.error or TASK_TOO_LARGE).splitlines()[0][:300])
         return result
 
     async def _profiled(self, task: Task, child: Candidate, result: EvalResult, evaluator: str,

@@ -16,6 +16,9 @@ from typing import Any, Mapping
 
 BACKENDS = ("c", "triton", "cuda", "cuda_inline")
 ORIGINS = ("llm", "template", "migrant", "seed")
+# the judge's flag for a task that cannot fit in its memory: no candidate of it can be judged
+# there, so an island retires the task
+TASK_TOO_LARGE = "task_too_large"
 
 
 class Stage(enum.IntEnum):

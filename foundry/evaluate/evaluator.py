@@ -45,7 +45,7 @@ from foundry.evaluate.verdict import (Findings, check_consistency, check_input_u
                                       decode, torch_compute_violation)
 from foundry.kernels import cache_dir
 from foundry.tasks.inputs import trial_plan
-from foundry.types import Candidate, EvalResult, ScreenedPoint, Stage, Task
+from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, Stage, Task
 
 log = logging.getLogger(__name__)
 OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
@@ -208,7 +208,7 @@ class Evaluator:
         try:
             ref_ops = self._task_setup(task, phases)
         except TaskTooLarge as e:
-            return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",), error=str(e))
+            return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error", TASK_TOO_LARGE), error=str(e))
         job = self._candidate_job(task, cand, backend, redraw=self._differential_inputs(task, phases))
         with self._device_memory(task, phases):
             judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases)

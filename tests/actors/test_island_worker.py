@@ -9,7 +9,7 @@ from actors.island_host import IslandHost
 from actors.island_worker import IslandWorker, SeedOutcome
 from actors.parts import make_island
 from actors.standins import CopyKernelProposer, FixedCostEvaluator, copy_candidate_source
-from foundry.types import Candidate
+from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, Stage
 
 
 def make_worker(task, *, index=0, budget=None, in_flight=3, proposer=None, prompts=None):
@@ -73,6 +73,22 @@ async def test_duplicates_are_not_evaluated_and_retire_the_task(relu_task):
     assert reason == "every task finished"
     assert len(w.drain()["records"]) == 1
     assert "already evaluated" in w.retired[relu_task.task_id]
+
+
+async def test_a_task_too_large_for_the_judge_is_retired_after_its_first_result(relu_task):
+    w = make_worker(relu_task, in_flight=1)
+    calls = []
+
+    async def too_large(t, cand):
+        calls.append(cand.candidate_id)
+        return cand, EvalResult(candidate_id=cand.candidate_id, task_id=t.task_id, stage=Stage.RUNTIME,
+                                correct=False, flags=("task_error", TASK_TOO_LARGE),
+                                error=f"task {t.task_id} is too large for this judge: ...\nmore"), "ev-0", ""
+    w.submit = too_large
+    reason = await asyncio.wait_for(w.run(), 10)
+    assert reason == "every task finished" and len(calls) == 1
+    assert w.retired[relu_task.task_id] == f"task {relu_task.task_id} is too large for this judge: ..."
+    assert len(w.drain()["records"]) == 1  # the result is still logged
 
 
 async def test_a_compiler_seed_reopens_a_task_retired_for_lack_of_new_proposals(relu_task):

@@ -143,7 +143,7 @@ def test_a_task_too_large_for_the_judge_fails_naming_itself_and_its_sizes(ev, tm
                     .replace("batch_size = 16\n", "batch_size = 1 << 20\n").replace("SMALL_SIZES", "_UNUSED"))
     task = load_task(path)  # 1M x 16384 fp32: 64 GiB per input, sized on the meta device only
     r = ev.evaluate(task=task, candidate=Candidate.make(task_id=task.task_id, source=HONEST, backend="c"))
-    assert not r.correct and "task_error" in r.flags
+    assert not r.correct and "task_error" in r.flags and "task_too_large" in r.flags
     assert "huge_relu" in r.error and "68.72 GB" in r.error and "host memory" in r.error, r.error
     assert r.eval_s < 5
     again = ev.screen(task=task, candidate=Candidate.make(task_id=task.task_id, source=MODES, backend="c"),
