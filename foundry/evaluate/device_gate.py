@@ -176,7 +176,7 @@ class DeviceGate:
             w = self._workers[pid] = _Worker(thread=NO_LANE if standby else me)
             if not standby:
                 self.stats.lanes_seen.add(me)
-            if self._owner is not None and self._owner != me and _signal_group(pid, signal.SIGSTOP):
+            if self._owner is not None and self._owner != w.thread and _signal_group(pid, signal.SIGSTOP):
                 w.frozen_since = time.monotonic()
                 self.stats.freezes += 1
 
