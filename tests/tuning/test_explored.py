@@ -87,7 +87,7 @@ def test_another_task_or_device_gets_the_whole_budget_and_lanes_share_what_was_s
         assert len(m.calls) == expected, (t.task_id, device)
 
 
-def test_screened_settings_are_recorded_and_failures_may_be_drawn_again(tmp_path):
+def test_screened_settings_are_recorded_and_a_tuning_with_only_failures_does_not_count(tmp_path):
     task = _task(tmp_path)
     tuner = Tuner(config=TunerConfig(budget=4, seed=0))
     screened_sets = []
