@@ -149,6 +149,8 @@ def summarize(run_dir: Path, *, wall_s: float, budget_s: float) -> dict:
             "tuning_parts_s": {k: round(v, 2) for k, v in sorted(tuning.items())},
             "worker_start_parts_s": {k: round(v, 2) for k, v in sorted(starts.items())},
             "device_gate_s": {k: round(v, 2) for k, v in gate.items()},
+            # results whose final job ran in a child forked before it came (evaluator.standby)
+            "forked_ahead": sum(bool((r.result.metrics or {}).get("forked_ahead")) for r in records),
             "lanes": utilization,
             "elite_profiles": elite_profiles(run_dir),
             "tasks": per_task}

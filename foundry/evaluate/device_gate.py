@@ -182,16 +182,23 @@ class DeviceGate:
 
     def adopt(self, pid: int) -> None:
         """This thread's lane takes the standby worker `pid` for its job (registered as
-        new if the gate did not know it); its stopped time counts from now."""
+        new if the gate did not know it); its stopped time counts from now. Stopped for
+        this lane's own timed section (a job run with the device held, as a recheck is),
+        it goes on at once: it is that section's worker now."""
+        me = threading.get_ident()
         with self._cond:  # re-entrant
             w = self._workers.get(pid)
             if w is None:
                 self.register(pid)
                 return
-            w.thread, w.frozen_s = threading.get_ident(), 0.0
-            if w.frozen_since is not None:  # stopped for another lane's timed section, still
-                w.frozen_since = time.monotonic()
-            self.stats.lanes_seen.add(w.thread)
+            w.thread, w.frozen_s = me, 0.0
+            if w.frozen_since is not None:
+                if self._owner == me:
+                    _signal_group(pid, signal.SIGCONT)
+                    w.frozen_since = None
+                else:  # stopped for another lane's timed section, still
+                    w.frozen_since = time.monotonic()
+            self.stats.lanes_seen.add(me)
 
     def unregister(self, pid: int) -> float:
         """Forget a worker (it is being killed); returns the seconds it spent stopped."""

@@ -519,7 +519,10 @@ class Evaluator:
                        isolate=self.isolated and untrusted, address_cap=cfg.device != "cuda",
                        on_idle=on_idle if job.kind == "candidate" else (lambda o: b"g"),
                        on_message=on_message, cache_env=compiler_caches(trusted=not untrusted),
-                       gate=self.gate, timed_idles=True, standby=cfg.standby and cfg.device == "cuda")
+                       gate=self.gate, timed_idles=True,
+                       # a child forked ahead (no address cap: a GPU's jobs) for candidates and
+                       # screens only: a trusted baseline job leaves the one waiting for them
+                       standby=cfg.standby and untrusted)
 
     @contextmanager
     def _device_memory(self, task: Task, phases: PhaseTimes) -> Iterator[None]:
@@ -542,6 +545,8 @@ class Evaluator:
                          "full_size_trials": len(job.main_trials), "trials_run": len(job.trials),
                          "transfer_bytes": dict(out.transfer), "memory_cap_mb": out.memory_cap_mb,
                          "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
+        if out.forked_ahead:
+            metrics["forked_ahead"] = True
         if self.transfer_note:
             metrics["transfer_note"] = self.transfer_note
         if job.paired_trials:  # the differential check of inputs the output depends on within the tolerance

@@ -47,6 +47,7 @@ class JobOutcome:
     transfer: dict = field(default_factory=dict)  # bytes per route, and why CUDA IPC fell back
     device_wait_s: float = 0.0  # the child waited this long for the device to itself (lanes)
     stopped_s: float = 0.0  # the child was stopped this long for other lanes' timed sections
+    forked_ahead: bool = False  # the job ran in a child forked before it came (standby)
 
     def drop_tensors(self) -> None:
         """Let go of every received tensor (once the outputs are judged)."""
@@ -169,6 +170,7 @@ def run_job(worker: WarmWorker, job: Job, *, deadline_s: float, memory_mb: int,
         if ready is not None and _hand_over(ready, fds):
             pid = ready.pid
             gate.adopt(pid)  # registered when forked; this lane's from now on
+            out.forked_ahead = True
         else:
             if ready is not None:  # it had died: a plain fork, in the same tmpdir
                 gate.unregister(ready.pid)

@@ -16,7 +16,7 @@ Control messages (JSON, one per SOCK_SEQPACKET datagram, from the judge only):
       for the job's fds (one datagram, any payload) -> {"pid"}
   {"op": "reap", "pid"} -> {"status": waitpid status, "orphans": n}   (after the judge
       killed the child's process group; also kills and reaps any orphaned descendants,
-      this process being their subreaper)
+      this process being their subreaper, but not a standby child still waiting)
   {"op": "preload", "modules": [...]} -> {"ok": true, "failed": {...}}
 """
 
@@ -181,14 +181,16 @@ def _orphans(me: int) -> list[int]:
     return found
 
 
-def _reap(pid: int) -> tuple[int, int]:
+def _reap(pid: int, *, keep: set[int]) -> tuple[int, int]:
+    """Wait for the killed child `pid`, then kill and reap whatever it left behind: any
+    other child of this process but those in `keep` (children waiting for a job)."""
     try:
         _, status = os.waitpid(pid, 0)
     except ChildProcessError:
         status = -1
     n = 0
     for _ in range(3):  # orphaned descendants were reparented to us (subreaper)
-        extra = _orphans(os.getpid())
+        extra = [p for p in _orphans(os.getpid()) if p not in keep]
         if not extra:
             break
         for p in extra:
@@ -215,6 +217,7 @@ def main() -> None:
     failed = _preload(["torch", "torch._inductor.config", "torch.utils.deterministic",
                        "foundry.evaluate.harness", *modules])
     sock.send(json.dumps({"ready": True, "pid": os.getpid(), "failed": failed}).encode())
+    waiting: set[int] = set()  # standby children, not yet reaped: no job's leftovers
     while True:
         try:
             msg, fds, _, _ = socket.recv_fds(sock, 1 << 16, 8)
@@ -238,9 +241,12 @@ def main() -> None:
                 os.setpgid(pid, pid)
             except OSError:
                 pass
+            if op == "standby":
+                waiting.add(pid)
             sock.send(json.dumps({"pid": pid}).encode())
         elif op == "reap":
-            status, n = _reap(int(req["pid"]))
+            waiting.discard(int(req["pid"]))
+            status, n = _reap(int(req["pid"]), keep=waiting)
             sock.send(json.dumps({"status": status, "orphans": n}).encode())
         elif op == "preload":
             sock.send(json.dumps({"ok": True, "failed": _preload(req.get("modules", []))}).encode())

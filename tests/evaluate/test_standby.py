@@ -43,9 +43,9 @@ def standby_judge(monkeypatch, tmp_path):
     jobs: list = []
 
     def with_standby(worker, job, **kw):
-        assert kw["standby"] is False  # the judge asks for it on a GPU only
+        assert kw["standby"] == (job.kind != "baseline")  # candidates and screens only
         before = worker.standby.pid if worker.standby is not None else None
-        out = run_job(worker, job, **{**kw, "address_cap": False, "standby": True})
+        out = run_job(worker, job, **{**kw, "address_cap": False})  # as on a GPU
         jobs.append((before, out))
         return out
     monkeypatch.setattr(evaluator_module, "run_job", with_standby)
@@ -66,8 +66,9 @@ def test_the_next_job_runs_in_the_child_forked_ahead_and_is_judged_as_before(sta
     assert waiting is not None and _alive(waiting.pid) and os.path.isdir(waiting.setup["tmpdir"])
     second = ev.evaluate(task=relu, candidate=cand)
     assert second.correct, second.error
-    used = [before for before, _ in jobs if before == waiting.pid]
-    assert used and not _alive(waiting.pid)  # its job ran there, and it was killed after
+    assert second.metrics.get("forked_ahead") and not first.metrics.get("forked_ahead")
+    assert any(before == waiting.pid and out.forked_ahead for before, out in jobs)
+    assert not _alive(waiting.pid)  # its job ran there, and it was killed after
     assert not os.path.exists(waiting.setup["tmpdir"])
     assert ev._worker.standby is not None and ev._worker.standby.pid != waiting.pid
     # a wrong answer is still caught in a child forked ahead
@@ -131,3 +132,42 @@ def test_a_standby_worker_is_stopped_for_every_lanes_timed_section_until_a_lane_
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_standby_worker_taken_inside_the_lanes_own_timed_section_goes_on_at_once():
+    """A job run with the device held (a large speedup's recheck) may get the child forked
+    ahead, which that very section stopped: adopting it must let it run, or the lane
+    would wait for it forever while holding the device."""
+    import subprocess
+    import sys
+    gate = DeviceGate()
+    child = subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+    try:
+        with gate.exclusive():
+            gate.register(child.pid, standby=True)
+            time.sleep(0.05)
+            assert _state(child.pid) == "T"  # no lane's yet: stopped
+            gate.adopt(child.pid)
+            time.sleep(0.05)
+            assert _state(child.pid) != "T"  # this section's worker now
+            assert gate.frozen_s(child.pid) == 0.0
+    finally:
+        gate.unregister(child.pid)
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.timeout(180)
+def test_a_recheck_with_the_device_held_runs_in_the_child_forked_ahead(monkeypatch, tmp_path):
+    def with_standby(worker, job, **kw):
+        return run_job(worker, job, **{**kw, "address_cap": False})  # as on a GPU
+    monkeypatch.setattr(evaluator_module, "run_job", with_standby)
+    relu = load_task(ROOT / "benchmarks" / "smoke" / "relu.py")
+    cand = Candidate.make(task_id=relu.task_id, source=textwrap.dedent(HONEST), backend="c")
+    with Evaluator(config=EvalConfig.from_config({
+            "trials": 2, "timeout_s": 20, "compile_baseline": False, "timing_min_ms": 20, "standby": True,
+            "speedup_recheck_threshold": 0.0, "baseline_cache_dir": str(tmp_path / "baselines")})) as ev:
+        for _ in range(2):  # the second's recheck gets the child forked after its own first job
+            result = ev.evaluate(task=relu, candidate=cand)
+            assert result.correct, result.error
+            assert result.metrics.get("speedup_rechecked") and "recheck_failed" not in (result.flags or ())
