@@ -53,7 +53,7 @@ class EvalConfig:
         or capabilities when the judge may (root); "required" fails when it may not; "none".
     standby: on a GPU, run each job in a child forked ahead of it (its sandbox set up and
         its CUDA context made while the lane finished the previous job); off by default
-        until measured on a GPU. Each lane then holds one more CUDA context.
+        until its gain is measured on a GPU. Each lane then holds one more CUDA context.
     """
 
     device: str = "cpu"
