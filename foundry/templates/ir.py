@@ -5,7 +5,8 @@ is one kernel: a pointwise `pre` phase on the input shape, an optional `RowOp`
 (reduction, softmax, norm or scan over a contiguous range of dims, or 1-3-D pooling), and
 a pointwise `post` phase on the row op's output shape. Everything else (matmul,
 convolution, views) stays a torch call in the candidate's forward. Emitters for each backend
-turn a region into kernel source; each op is written once per backend.
+turn a region into kernel source; each op is written once per backend. A forward that is
+exactly one matrix product of two of its inputs is described by a `Gemm` instead.
 """
 
 from __future__ import annotations
@@ -184,13 +185,37 @@ class Prologue:
 
 
 @dataclass(frozen=True)
+class Gemm:
+    """A forward that is exactly one matrix product `op(a) @ op(b)` of two of its inputs,
+    `op` a swap of the last two dims (`trans_a`, `trans_b`) or none: 2-D x 2-D, or batched
+    with a 3-D operand (a 2-D operand, or a batch of one, is shared by every batch).
+
+    `a`, `b`: the forward expressions holding the inputs; `dtype`: theirs and the
+    output's (the product accumulates in float32); `batch`, `m`, `n`, `k`: the sizes at
+    the traced shapes, which choose default parameters (kernels read sizes at run time).
+    """
+
+    a: str
+    b: str
+    trans_a: bool = False
+    trans_b: bool = False
+    dtype: str = FLOAT
+    batch: int = 1
+    m: int = 1
+    n: int = 1
+    k: int = 1
+
+
+@dataclass(frozen=True)
 class Description:
     """A task's forward as torch calls plus fused regions.
 
     `forward_src`: the body of `forward` (a def), calling region kernels as
     `self._k<i>(...)`. `linear_epilogue`: when the forward is exactly one nn.Linear
     followed by one pointwise region, the module attribute of that Linear (the Triton
-    matmul-with-epilogue template applies).
+    matmul-with-epilogue template applies). `gemm`: when the forward is exactly one
+    matrix product of two inputs, that product (no regions; the Triton matrix-product
+    template applies).
     """
 
     regions: tuple  # of Region
@@ -199,10 +224,14 @@ class Description:
     linear_epilogue: str | None = None
     linear_region: int | None = None
     linear_forward: str | None = None  # forward calling `self._mm(x, ...)` (matmul template)
+    gemm: Gemm | None = None  # forward_src then calls `self._gemm(a, b)`
 
     @property
     def families(self) -> tuple:
-        return tuple(sorted({r.family for r in self.regions}))
+        names = {r.family for r in self.regions}
+        if self.gemm is not None:
+            names.add("matmul")
+        return tuple(sorted(names))
 
     @property
     def half_dtypes(self) -> tuple:
@@ -210,4 +239,6 @@ class Description:
         names = {r.out_dtype for r in self.regions}
         for r in self.regions:
             names.update(o.dtype for p in (r.pre, r.post) if p is not None for o in p.operands)
+        if self.gemm is not None:
+            names.add(self.gemm.dtype)
         return tuple(sorted(n for n in names if n in FLOATS and n != FLOAT))

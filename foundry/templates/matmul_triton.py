@@ -8,6 +8,20 @@ from foundry.templates.candidate import assemble
 from foundry.templates.emit_triton import phase_code
 from foundry.templates.ir import Description
 
+# Triton source: program `pid`'s output tile (rows `rm`, columns `rn`) in grouped order
+# (GROUP_M tile rows at a time, so neighbouring programs share operand tiles in L2), and
+# the K offsets `rk` of one step
+GROUPED_TILES = """    num_m = tl.cdiv(M, BLOCK_M)
+    num_n = tl.cdiv(N, BLOCK_N)
+    group = GROUP_M * num_n
+    first_m = (pid // group) * GROUP_M
+    size_m = tl.minimum(num_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % group) % size_m
+    pid_n = (pid % group) // size_m
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+"""
 TUNABLE_MATMUL = {"BLOCK_M": [64, 32, 128], "BLOCK_N": [64, 32, 128], "BLOCK_K": [32, 16, 64],
                   "GROUP_M": [8, 1], "num_warps": [4, 8, 2], "num_stages": [3, 2, 4]}
 
@@ -28,17 +42,7 @@ def emit_matmul(*, desc: Description, task_source: str, tunable: dict, params: d
 def _mm_epilogue(x, wt, bias, out{ptrs}, M, N, K{ints}, HAS_BIAS: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
-    num_m = tl.cdiv(M, BLOCK_M)
-    num_n = tl.cdiv(N, BLOCK_N)
-    group = GROUP_M * num_n
-    first_m = (pid // group) * GROUP_M
-    size_m = tl.minimum(num_m - first_m, GROUP_M)
-    pid_m = first_m + (pid % group) % size_m
-    pid_n = (pid % group) // size_m
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+{GROUPED_TILES}    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + rk
         a = tl.load(x + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)

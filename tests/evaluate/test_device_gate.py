@@ -12,11 +12,7 @@ import time
 import pytest
 
 from foundry.evaluate.device_gate import DeviceGate
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[-1].split()[0]
+from support.processes import process_state
 
 
 def _spinner() -> subprocess.Popen:
@@ -54,9 +50,9 @@ def test_exclusive_section_stops_other_lanes_workers_and_continues_them():
         t.join()
         assert "error" not in box
         with gate.exclusive():
-            assert _wait_until(lambda: _state(other.pid) == "T"), "the other lane's worker still runs"
+            assert _wait_until(lambda: process_state(other.pid) == "T"), "the other lane's worker still runs"
             time.sleep(0.1)
-        assert _wait_until(lambda: _state(other.pid) != "T")
+        assert _wait_until(lambda: process_state(other.pid) != "T")
         assert gate.frozen_s(other.pid) >= 0.1
         assert gate.snapshot()["freezes"] == 1
         assert gate.unregister(other.pid) >= 0.1
@@ -72,7 +68,7 @@ def test_the_timed_lanes_own_worker_keeps_running():
         gate.register(mine.pid)
         with gate.exclusive():
             time.sleep(0.05)
-            assert _state(mine.pid) != "T"
+            assert process_state(mine.pid) != "T"
         assert gate.frozen_s(mine.pid) == 0.0
     finally:
         gate.unregister(mine.pid)
@@ -86,7 +82,7 @@ def test_a_stopped_worker_can_still_be_killed():
     t, _ = _in_thread(lambda: gate.register(other.pid))
     t.join()
     with gate.exclusive():
-        assert _wait_until(lambda: _state(other.pid) == "T")
+        assert _wait_until(lambda: process_state(other.pid) == "T")
         os.killpg(other.pid, 9)
         gate.unregister(other.pid)
     assert other.wait(timeout=5) == -9

@@ -19,22 +19,10 @@ from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.sandbox import run_job
 from foundry.tasks import load_task
 from foundry.types import Candidate
+from support.processes import is_alive, process_state
 
 ROOT = Path(__file__).resolve().parents[2]
 HONEST = (ROOT / "tests" / "exploits" / "candidates" / "honest_relu_c.py").read_text()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as f:
-        return f.read().rsplit(")", 1)[-1].split()[0]
 
 
 @pytest.fixture()
@@ -63,12 +51,12 @@ def test_the_next_job_runs_in_the_child_forked_ahead_and_is_judged_as_before(sta
     first = ev.evaluate(task=relu, candidate=cand)
     assert first.correct, first.error
     waiting = ev._worker.standby
-    assert waiting is not None and _alive(waiting.pid) and os.path.isdir(waiting.setup["tmpdir"])
+    assert waiting is not None and is_alive(waiting.pid) and os.path.isdir(waiting.setup["tmpdir"])
     second = ev.evaluate(task=relu, candidate=cand)
     assert second.correct, second.error
     assert second.metrics.get("forked_ahead") and not first.metrics.get("forked_ahead")
     assert any(before == waiting.pid and out.forked_ahead for before, out in jobs)
-    assert not _alive(waiting.pid)  # its job ran there, and it was killed after
+    assert not is_alive(waiting.pid)  # its job ran there, and it was killed after
     assert not os.path.exists(waiting.setup["tmpdir"])
     assert ev._worker.standby is not None and ev._worker.standby.pid != waiting.pid
     # a wrong answer is still caught in a child forked ahead
@@ -84,7 +72,7 @@ def test_the_next_job_runs_in_the_child_forked_ahead_and_is_judged_as_before(sta
     assert again.correct, again.error
     last = ev._worker.standby
     ev.close()  # the child forked ahead goes with the judge, and its tmpdir
-    assert not _alive(last.pid) and not os.path.exists(last.setup["tmpdir"])
+    assert not is_alive(last.pid) and not os.path.exists(last.setup["tmpdir"])
 
 
 def test_a_child_forked_for_other_settings_is_discarded(tmp_path):
@@ -100,7 +88,7 @@ def test_a_child_forked_for_other_settings_is_discarded(tmp_path):
         assert worker.take_standby({**setup, "tmpdir": "/elsewhere", "memory_mb": 9}) is ready
         worker.standby = ready
         assert worker.discard_standby() == ready.pid
-        assert not _alive(ready.pid) and not os.path.exists(tmp)
+        assert not is_alive(ready.pid) and not os.path.exists(tmp)
     finally:
         worker.close()
 
@@ -114,8 +102,8 @@ def test_a_standby_worker_is_stopped_for_every_lanes_timed_section_until_a_lane_
         gate.register(child.pid, standby=True)  # forked by this thread, for no lane yet
         with gate.exclusive():
             time.sleep(0.05)
-            assert _state(child.pid) == "T"  # even this thread's timed section stops it
-        assert _state(child.pid) != "T"
+            assert process_state(child.pid) == "T"  # even this thread's timed section stops it
+        assert process_state(child.pid) != "T"
         box: dict = {}
 
         def other_lane():
@@ -127,7 +115,7 @@ def test_a_standby_worker_is_stopped_for_every_lanes_timed_section_until_a_lane_
         assert box["frozen"] == 0.0  # its stopped time before the job does not extend the job's deadline
         with gate.exclusive():  # now another lane's worker: stopped here
             time.sleep(0.05)
-            assert _state(child.pid) == "T"
+            assert process_state(child.pid) == "T"
         assert gate.unregister(child.pid) > 0.0
     finally:
         child.kill()
@@ -146,10 +134,10 @@ def test_a_standby_worker_taken_inside_the_lanes_own_timed_section_goes_on_at_on
         with gate.exclusive():
             gate.register(child.pid, standby=True)
             time.sleep(0.05)
-            assert _state(child.pid) == "T"  # no lane's yet: stopped
+            assert process_state(child.pid) == "T"  # no lane's yet: stopped
             gate.adopt(child.pid)
             time.sleep(0.05)
-            assert _state(child.pid) != "T"  # this section's worker now
+            assert process_state(child.pid) != "T"  # this section's worker now
             assert gate.frozen_s(child.pid) == 0.0
     finally:
         gate.unregister(child.pid)

@@ -9,6 +9,7 @@ import textwrap
 import pytest
 
 from support.gpu_judge import RELU_TASK, gpu_eval_config
+from support.processes import is_alive
 
 pytestmark = pytest.mark.gpu
 
@@ -32,14 +33,6 @@ WRONG_RELU = textwrap.dedent('''
 ''')
 
 
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
-    except OSError:
-        return False
-
-
 def test_jobs_run_in_children_forked_ahead_with_their_cuda_context_ready():
     from foundry.evaluate.evaluator import Evaluator
     from foundry.tasks.loader import load_task
@@ -53,13 +46,13 @@ def test_jobs_run_in_children_forked_ahead_with_their_cuda_context_ready():
         first = judge.evaluate(task=task, candidate=honest)
         assert first.correct, first.error
         waiting = judge._worker.standby
-        assert waiting is not None and _alive(waiting.pid)
+        assert waiting is not None and is_alive(waiting.pid)
         second = judge.evaluate(task=task, candidate=honest)
         assert second.correct, second.error
-        assert not _alive(waiting.pid)  # the second job ran in it, and it ended with the job
+        assert not is_alive(waiting.pid)  # the second job ran in it, and it ended with the job
         assert second.metrics.get("forked_ahead") and not first.metrics.get("forked_ahead")
         bad = judge.evaluate(task=task, candidate=wrong)
         assert not bad.correct
         last = judge._worker.standby
-    assert last is not None and not _alive(last.pid)
+    assert last is not None and not is_alive(last.pid)
     assert not os.path.exists(last.setup["tmpdir"])
