@@ -6,7 +6,7 @@ published sizes takes seconds.
 
 Prints per level the covered count and the reasons for the rest, counted (with `--list`,
 each uncovered task with its reason). Tasks that only a compiler seed or an LLM can serve
-(a plain convolution, a matmul followed by an op no template has, e.g. triu) count as uncovered here.
+(a matmul followed by an op no template has, e.g. triu; an einsum) count as uncovered here.
 """
 
 from __future__ import annotations

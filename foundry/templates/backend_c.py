@@ -40,9 +40,11 @@ def tunable_for(desc: Description) -> dict:
 
 def why_not_c(desc: Description) -> str | None:
     """Why the c templates do not take `desc` (None when they do): they compute float32
-    tasks only, and have no matrix-product kernel."""
+    tasks only, and have no matrix-product or convolution kernel."""
     if desc.gemm is not None:
         return "the c templates have no matrix-product kernel; the triton template takes it"
+    if desc.convs:
+        return "the c templates have no convolution kernel; the triton template takes it"
     if desc.half_dtypes:
         return (f"the c templates compute float32 tasks only, this one reads or writes "
                 f"{', '.join(desc.half_dtypes)}; the triton templates take it")

@@ -1,11 +1,13 @@
 """Emit a `triton` backend candidate from a Description (template "fused": torch keeps
 matmul/convolution, each region is Triton, or, for a forward that is one matrix product
-of two inputs, that product as a split-K Triton matmul; template "matmul": a Triton matmul
-whose epilogue is the region after an nn.Linear)."""
+of two inputs, that product as a split-K Triton matmul, and for a forward that is only a
+chain of convolution modules, each one as an implicit-GEMM Triton convolution; template
+"matmul": a Triton matmul whose epilogue is the region after an nn.Linear)."""
 
 from __future__ import annotations
 
 from foundry.templates.candidate import assemble, launcher_class
+from foundry.templates.conv_triton import conv_tunable, emit_convs
 from foundry.templates.emit_triton import TUNABLE_TRITON, emit_region_triton
 from foundry.templates.gemm_triton import emit_gemm, gemm_tunable
 from foundry.templates.ir import Description
@@ -25,6 +27,8 @@ def tunable_for(desc: Description, variant: str = "fused") -> dict:
         return {k: list(v) for k, v in TUNABLE_MATMUL.items()}
     if desc.gemm is not None:
         return gemm_tunable(desc.gemm)
+    if desc.convs:
+        return conv_tunable(desc.convs)
     tun = {"BLOCK": list(TUNABLE_TRITON["BLOCK"]), "num_warps": list(TUNABLE_TRITON["num_warps"])}
     # (a reduction splits few long rows by itself: SPLIT would only repeat its screen points)
     if any(r.row is not None and r.row.family in ("softmax", "norm") for r in desc.regions):
@@ -52,6 +56,8 @@ def emit_triton_candidate(*, desc: Description, task_source: str, params: dict |
                            header=HEADER)
     if desc.gemm is not None:
         return emit_gemm(desc=desc, task_source=task_source, tunable=tun, params=defaults, header=HEADER)
+    if desc.convs:
+        return emit_convs(desc=desc, task_source=task_source, tunable=tun, params=defaults, header=HEADER)
     sources, launchers = [], []
     for r in desc.regions:
         src, launch = emit_region_triton(r)

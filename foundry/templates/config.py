@@ -7,7 +7,7 @@ from typing import Any, Mapping
 
 from foundry.config_keys import checked_keys
 
-FAMILIES = ("pointwise", "reduce", "softmax", "norm", "scan", "pool", "loss", "matmul")
+FAMILIES = ("pointwise", "reduce", "softmax", "norm", "scan", "pool", "loss", "matmul", "conv")
 MUTATIONS = ("params", "template", "fusion")
 
 

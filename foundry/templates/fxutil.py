@@ -38,6 +38,12 @@ def shape_of(value) -> tuple | None:
     return _shape(value) if hasattr(value, "meta") else None
 
 
+def dtype_name(dtype: torch.dtype) -> str | None:
+    """The name the templates give a torch dtype (float32, int64, ...); None for one they
+    do not know."""
+    return _DTYPES.get(dtype)
+
+
 def dtype_of(value) -> str | None:
     """The dtype name recorded for an fx node (float32, int64, ...); None as shape_of."""
     return _dtype(value) if hasattr(value, "meta") else None

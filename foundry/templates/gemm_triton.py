@@ -11,6 +11,7 @@ from __future__ import annotations
 from foundry.templates.candidate import assemble
 from foundry.templates.ir import Description, Gemm
 from foundry.templates.matmul_triton import GROUPED_TILES
+from foundry.templates.tiles import block_for, default_first
 
 TUNABLE_GEMM = {"BLOCK_M": [64, 32, 128, 16], "BLOCK_N": [64, 32, 128, 16], "BLOCK_K": [32, 16, 64],
                 "SPLIT_K": [1, 2, 4, 8, 16, 32, 64, 128], "GROUP_M": [8, 1], "num_warps": [4, 8, 2],
@@ -25,17 +26,6 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def _block_for(size: int, choices: list) -> int:
-    """The default tile extent for a dim of `size`: the first choice, or the smallest one
-    covering a smaller dim."""
-    fits = sorted(c for c in choices if c >= size)
-    return min(choices[0], fits[0]) if fits else choices[0]
-
-
-def _first(value, choices: list) -> list:
-    return [value] + [c for c in choices if c != value]
-
-
 def gemm_tunable(gemm: Gemm) -> dict:
     """TUNABLE_GEMM for `gemm`'s traced sizes, each default first: tiles no larger than a
     small M or N needs; SPLIT_K only where a slice keeps MIN_SLICE_BLOCKS steps of the
@@ -43,8 +33,8 @@ def gemm_tunable(gemm: Gemm) -> dict:
     split bringing the programs to TARGET_PROGRAMS (1 when the tiles alone do), each slice
     keeping MIN_SLICE_BLOCKS steps of the default BLOCK_K."""
     tun = {k: list(v) for k, v in TUNABLE_GEMM.items()}
-    bm = _block_for(gemm.m, tun["BLOCK_M"])
-    bn = _block_for(gemm.n, tun["BLOCK_N"])
+    bm = block_for(gemm.m, tun["BLOCK_M"])
+    bn = block_for(gemm.n, tun["BLOCK_N"])
     bk = tun["BLOCK_K"][0]
     tiles = gemm.batch * _cdiv(gemm.m, bm) * _cdiv(gemm.n, bn)
     splits = [s for s in tun["SPLIT_K"] if s == 1 or (
@@ -56,8 +46,8 @@ def gemm_tunable(gemm: Gemm) -> dict:
         split = s
         if tiles * s >= TARGET_PROGRAMS:
             break
-    tun.update(BLOCK_M=_first(bm, tun["BLOCK_M"]), BLOCK_N=_first(bn, tun["BLOCK_N"]),
-               SPLIT_K=_first(split, splits))
+    tun.update(BLOCK_M=default_first(bm, tun["BLOCK_M"]), BLOCK_N=default_first(bn, tun["BLOCK_N"]),
+               SPLIT_K=default_first(split, splits))
     return tun
 
 

@@ -6,7 +6,8 @@ is one kernel: a pointwise `pre` phase on the input shape, an optional `RowOp`
 a pointwise `post` phase on the row op's output shape. Everything else (matmul,
 convolution, views) stays a torch call in the candidate's forward. Emitters for each backend
 turn a region into kernel source; each op is written once per backend. A forward that is
-exactly one matrix product of two of its inputs is described by a `Gemm` instead.
+exactly one matrix product of two of its inputs is described by a `Gemm` instead, and one
+that is only a chain of convolution modules by a tuple of `Conv`s.
 """
 
 from __future__ import annotations
@@ -207,6 +208,35 @@ class Gemm:
 
 
 @dataclass(frozen=True)
+class Conv:
+    """One convolution module call (nn.Conv1d/2d/3d or nn.ConvTranspose1d/2d/3d, zero
+    padding) in a forward that is only a chain of them.
+
+    `module`: the forward expression of the module (e.g. `self.conv`); `dims`: 1, 2 or 3
+    spatial dims; per spatial dim: `kernel`, `stride`, `padding`, `dilation`,
+    `output_padding` (transposed only); `dtype`: the input's, weight's and output's (the
+    sums accumulate in float32); `in_shape`, `out_shape`: at the traced sizes, which choose
+    default parameters (kernels read sizes at run time).
+    """
+
+    module: str
+    dims: int
+    transposed: bool
+    in_channels: int
+    out_channels: int
+    kernel: tuple
+    stride: tuple
+    padding: tuple
+    dilation: tuple
+    groups: int = 1
+    output_padding: tuple = ()
+    has_bias: bool = True
+    dtype: str = FLOAT
+    in_shape: tuple = ()
+    out_shape: tuple = ()
+
+
+@dataclass(frozen=True)
 class Description:
     """A task's forward as torch calls plus fused regions.
 
@@ -215,7 +245,9 @@ class Description:
     followed by one pointwise region, the module attribute of that Linear (the Triton
     matmul-with-epilogue template applies). `gemm`: when the forward is exactly one
     matrix product of two inputs, that product (no regions; the Triton matrix-product
-    template applies).
+    template applies). `convs`: when the forward is only a chain of convolution modules,
+    each applied to the previous one's output, those convolutions in order (no regions;
+    the Triton convolution template applies).
     """
 
     regions: tuple  # of Region
@@ -225,12 +257,15 @@ class Description:
     linear_region: int | None = None
     linear_forward: str | None = None  # forward calling `self._mm(x, ...)` (matmul template)
     gemm: Gemm | None = None  # forward_src then calls `self._gemm(a, b)`
+    convs: tuple = ()  # of Conv; forward_src then calls `self._conv<i>(x, weight, bias)`
 
     @property
     def families(self) -> tuple:
         names = {r.family for r in self.regions}
         if self.gemm is not None:
             names.add("matmul")
+        if self.convs:
+            names.add("conv")
         return tuple(sorted(names))
 
     @property
@@ -241,4 +276,5 @@ class Description:
             names.update(o.dtype for p in (r.pre, r.post) if p is not None for o in p.operands)
         if self.gemm is not None:
             names.add(self.gemm.dtype)
+        names.update(c.dtype for c in self.convs)
         return tuple(sorted(n for n in names if n in FLOATS and n != FLOAT))

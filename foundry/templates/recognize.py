@@ -4,7 +4,8 @@ The forward is traced with torch.fx and its shapes propagated on the task's exam
 inputs; runs of pointwise nodes, at most one row op (reduction, softmax, norm, scan,
 1-3-D pooling) and the pointwise nodes after it become one `Region`. Whatever is left
 (matmul, convolution, views) stays a torch call in the generated forward. A forward that
-is exactly one matrix product of two inputs is read by recognize_gemm instead.
+is exactly one matrix product of two inputs is read by recognize_gemm instead, and one
+that is only a chain of convolution modules by recognize_conv.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from foundry.templates.decompose import decompose
 from foundry.templates.forward import _linear_epilogue, _prologues, _rewrite
 from foundry.templates.fxutil import NotCovered, _dtype, _shape, tensor_dtypes
 from foundry.templates.ops import pointwise_of, rowop_of
+from foundry.templates.recognize_conv import describe_convs
 from foundry.templates.recognize_gemm import describe_gemm
 
 _IDENTITY_ON_ONE = ("sum", "mean", "max", "min", "logsumexp", "prod")
@@ -348,6 +350,9 @@ def describe(model: nn.Module, inputs) -> Description:
     lone_product = describe_gemm(gm)
     if lone_product is not None:
         return lone_product
+    conv_chain = describe_convs(gm)
+    if conv_chain is not None:
+        return conv_chain
     modules = dict(gm.named_modules())
     barriers: set = set()
     for _ in range(64):

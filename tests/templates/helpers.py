@@ -58,3 +58,15 @@ def assert_close(ref, got, atol=1e-4, rtol=1e-4):
     assert got.shape == ref.shape, (got.shape, ref.shape)
     assert got.dtype == ref.dtype, (got.dtype, ref.dtype)
     torch.testing.assert_close(got, ref, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def small_problem(tmp_path: Path, source: Path, sizes: dict):
+    """The task of the KernelBench problem file `source` at `sizes` (its module-level size
+    names set by a SMALL_SIZES block, the loader's "small" profile); skips the test where
+    the problems are not present."""
+    import pytest
+    if not source.exists():
+        pytest.skip(f"the KernelBench problems are not at {source.parent}")
+    path = tmp_path / source.name
+    path.write_text(source.read_text() + f"\n\nSMALL_SIZES = {sizes!r}\n")
+    return load_task(path, profile="small")

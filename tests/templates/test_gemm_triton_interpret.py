@@ -15,9 +15,8 @@ import torch  # noqa: E402
 
 pytest.importorskip("triton")
 
-from tests.templates.helpers import assert_close, make_task, run_candidate  # noqa: E402
+from tests.templates.helpers import assert_close, make_task, run_candidate, small_problem  # noqa: E402
 
-from foundry.tasks import load_task  # noqa: E402
 from foundry.templates.engine import coverage, emit, reference_and_inputs  # noqa: E402
 from foundry.tuning.inprocess import load_candidate  # noqa: E402
 
@@ -101,12 +100,7 @@ PROBLEMS = [
 
 @pytest.mark.parametrize("problem,sizes", PROBLEMS, ids=[p.split("/")[-1][:-3] for p, _ in PROBLEMS])
 def test_kernelbench_matmul_problem_matches_with_default_params(tmp_path, problem, sizes):
-    source = KERNELBENCH / problem
-    if not source.exists():
-        pytest.skip(f"the KernelBench problems are not at {KERNELBENCH}")
-    path = tmp_path / source.name
-    path.write_text(source.read_text() + f"\n\nSMALL_SIZES = {sizes!r}\n")
-    task = load_task(path, profile="small")
+    task = small_problem(tmp_path, KERNELBENCH / problem, sizes)
     assert coverage(task) is None
     ref, got = run_candidate(task, backend="triton")
     assert_close(ref, got, atol=1e-4, rtol=1e-5)

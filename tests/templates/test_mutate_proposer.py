@@ -126,7 +126,7 @@ async def test_optimize_a_non_template_parent_starts_from_a_template(task):
 def test_config_rejects_unknown_keys_and_values():
     with pytest.raises(ValueError, match="unknown templates config key.*'bogus'"):
         TemplateConfig.from_config({"bogus": 1})
-    with pytest.raises(ValueError, match="unknown family 'conv'"):
-        TemplateConfig.from_config({"families": ["conv"]})
+    with pytest.raises(ValueError, match="unknown family 'attention'"):
+        TemplateConfig.from_config({"families": ["attention"]})
     cfg = TemplateConfig.from_config({"tune_budget": 4})
     assert cfg.tuner_config().budget == 4

@@ -1,0 +1,174 @@
+"""The Triton template for a forward that is only a chain of convolution modules: one
+implicit-GEMM Triton kernel per convolution, for 1-, 2- and 3-D (a 1-D or 2-D one is a
+3-D one with size-1 leading spatial dims), standard or transposed. A program computes
+BLOCK_M output positions (batch and output spatial positions flattened) by BLOCK_N output
+channels of one group (the grid's third axis); the sum runs over the group's input
+channels times the kernel positions in BLOCK_K steps, gathering the input elements each
+output position reads (zero where the padding or, transposed, a stride gap puts them
+outside the input), accumulating in float32 (an IEEE fp32 dot for float32: no TF32), the
+bias added once at the store. Offsets that can pass 2^31 elements are int64."""
+
+from __future__ import annotations
+
+from foundry.templates.candidate import assemble
+from foundry.templates.ir import Conv, Description
+from foundry.templates.tiles import block_for, default_first
+
+TUNABLE_CONV = {"BLOCK_M": [64, 128, 32, 256], "BLOCK_N": [64, 32, 128, 16], "BLOCK_K": [32, 16, 64],
+                "num_warps": [4, 8, 2], "num_stages": [3, 2, 4]}
+
+
+def conv_tunable(convs: tuple) -> dict:
+    """TUNABLE_CONV for a chain of `convs` at their traced sizes, each default first:
+    BLOCK_N and BLOCK_K no larger than the widest group's output channels and longest sum
+    need (the launcher also narrows them per convolution, never below 16)."""
+    tun = {k: list(v) for k, v in TUNABLE_CONV.items()}
+    per_group = max(c.out_channels // c.groups for c in convs)
+    longest = max((c.in_channels // c.groups) * _volume(c.kernel) for c in convs)
+    tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
+               BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
+    return tun
+
+
+def _volume(kernel: tuple) -> int:
+    v = 1
+    for k in kernel:
+        v *= int(k)
+    return v
+
+
+KERNEL = '''@triton.jit
+def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
+          KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
+          SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
+          DH: tl.constexpr, DW: tl.constexpr, TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr,
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    KVOL = KD * KH * KW
+    g = tl.program_id(2)
+    rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    m_in = rm < M
+    n_in = rn < COUT_G
+    # the output position of each row: (n, od, oh, ow)
+    ow = (rm % OW).to(tl.int32)
+    t = rm // OW
+    oh = (t % OH).to(tl.int32)
+    t = t // OH
+    od = (t % OD).to(tl.int32)
+    n = t // OD
+    DHW = D * H * W
+    x_rows = x + (n * C_IN + g * CIN_G) * DHW
+    co = g * COUT_G + rn
+    K = CIN_G * KVOL
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + rk
+        k_in = kk < K
+        ci = kk // KVOL
+        kp = kk % KVOL
+        kd = kp // (KH * KW)
+        kh = (kp // KW) % KH
+        kw = kp % KW
+        if TRANSPOSED:
+            # out[o] gathers x[i] where o = i * S - P + k * DIL
+            td = od[:, None] + PD - kd[None, :] * DD
+            th = oh[:, None] + PH - kh[None, :] * DH
+            tw = ow[:, None] + PW - kw[None, :] * DW
+            xd = td // SD
+            xh = th // SH
+            xw = tw // SW
+            inside = (td >= 0) & (th >= 0) & (tw >= 0) & (td % SD == 0) & (th % SH == 0) & (tw % SW == 0)
+            inside = inside & (xd < D) & (xh < H) & (xw < W)
+        else:
+            xd = od[:, None] * SD - PD + kd[None, :] * DD
+            xh = oh[:, None] * SH - PH + kh[None, :] * DH
+            xw = ow[:, None] * SW - PW + kw[None, :] * DW
+            inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
+        inside = inside & m_in[:, None] & k_in[None, :]
+        px = x_rows[:, None] + ci[None, :].to(tl.int64) * DHW + (xd * H + xh) * W + xw
+        a = tl.load(px, mask=inside, other=0.0)
+        if TRANSPOSED:
+            pw = w + ((g * CIN_G + ci[:, None]) * COUT_G + rn[None, :]) * KVOL + kp[:, None]
+        else:
+            pw = w + co[None, :] * K + kk[:, None]
+        b = tl.load(pw, mask=k_in[:, None] & n_in[None, :], other=0.0)
+        acc += tl.dot(a, b@PRECISION@)
+    if HAS_BIAS:
+        acc += tl.load(bias + co, mask=n_in, other=0.0).to(tl.float32)[None, :]
+    ODHW = OD * OH * OW
+    sp = rm - n * ODHW
+    po = out + (n * C_OUT * ODHW + sp)[:, None] + co.to(tl.int64)[None, :] * ODHW
+    tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
+'''
+
+LAUNCHER = '''def _narrowed(block, size):
+    """`block`, or the smallest power of two (at least 16) covering a smaller `size`."""
+    return int(min(int(block), max(16, triton.next_power_of_2(int(size)))))
+
+
+class _CONV:
+    """One convolution of fixed geometry (stride, padding, dilation, output padding per
+    spatial dim, groups) run on the module's own weight and bias."""
+
+    def __init__(self, params, *, dims, transposed, stride, padding, dilation, groups, output_padding):
+        self.params = params
+        self.dims = dims
+        self.transposed = transposed
+        lead = 3 - dims
+        self.stride = (1,) * lead + tuple(stride)
+        self.padding = (0,) * lead + tuple(padding)
+        self.dilation = (1,) * lead + tuple(dilation)
+        self.output_padding = (0,) * lead + tuple(output_padding)
+        self.groups = groups
+
+    def __call__(self, x, weight, bias):
+        x = x.contiguous()
+        weight = weight.contiguous()
+        lead = 3 - self.dims
+        N, C_in = x.shape[0], x.shape[1]
+        size = (1,) * lead + tuple(x.shape[2:])
+        kernel = (1,) * lead + tuple(weight.shape[2:])
+        if self.transposed:
+            C_out = weight.shape[1] * self.groups
+            out_size = tuple((i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+                             zip(size, self.stride, self.padding, self.dilation, kernel, self.output_padding))
+        else:
+            C_out = weight.shape[0]
+            out_size = tuple((i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
+                             zip(size, self.stride, self.padding, self.dilation, kernel))
+        out = torch.empty((N, C_out, *out_size[lead:]), dtype=x.dtype, device=x.device)
+        if out.numel() == 0:
+            return out
+        cin_g, cout_g = C_in // self.groups, C_out // self.groups
+        M = N * _prod(out_size)
+        p = self.params
+        BM = int(p["BLOCK_M"])
+        BN = _narrowed(p["BLOCK_N"], cout_g)
+        BK = _narrowed(p["BLOCK_K"], cin_g * _prod(kernel))
+        grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
+        _conv[grid](x, weight, weight if bias is None else bias, out, M, C_in, *size, C_out, *out_size,
+                    cin_g, cout_g, *kernel, *self.stride, *self.padding, *self.dilation,
+                    TRANSPOSED=self.transposed, HAS_BIAS=bias is not None,
+                    BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
+                    num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
+        return out
+'''
+
+
+def _init_line(index: int, conv: Conv) -> str:
+    return (f"self._conv{index} = _CONV(params, dims={conv.dims}, transposed={conv.transposed}, "
+            f"stride={conv.stride!r}, padding={conv.padding!r}, dilation={conv.dilation!r}, "
+            f"groups={conv.groups}, output_padding={conv.output_padding!r})")
+
+
+
+def emit_convs(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:
+    precision = ', input_precision="ieee"' if all(c.dtype == "float32" for c in desc.convs) else ""
+    kernel = KERNEL.replace("@PRECISION@", precision)
+    note = ("Template candidate (triton backend): each convolution as one implicit-GEMM Triton kernel "
+            "on the module's own weight and bias.")
+    return assemble(desc=desc, task_source=task_source, backend="triton", header=header,
+                    kernel_defs=kernel, launchers=[LAUNCHER],
+                    init_lines=[_init_line(i, c) for i, c in enumerate(desc.convs)],
+                    tunable=tunable, params=params, note=note)

@@ -1,0 +1,132 @@
+"""The Triton convolution template through Triton's interpreter on the CPU, at small
+sizes, against torch in float32: 1-, 2- and 3-D convolutions with strides, padding,
+dilation, asymmetric kernels, groups, depthwise, with and without bias; transposed ones
+with output padding too; a chain (depthwise then pointwise); sums longer than one
+BLOCK_K step and sizes that are no multiple of the blocks; KernelBench's level-1
+convolution problems at small sizes with the default parameters the template picks."""
+
+import os
+
+os.environ["TRITON_INTERPRET"] = "1"
+
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+pytest.importorskip("triton")
+
+from tests.templates.helpers import assert_close, make_task, run_candidate, small_problem  # noqa: E402
+
+from foundry.templates.engine import coverage, emit, reference_and_inputs  # noqa: E402
+from foundry.tuning.inprocess import load_candidate  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELBENCH = ROOT.parent / "shared" / "kernelbench"
+BLOCKS = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 4, "num_stages": 2}
+TOL = {"atol": 1e-4, "rtol": 1e-4}
+
+# (name, module constructor, input)
+CASES = [
+    ("conv1d", "nn.Conv1d(3, 5, 3, stride=2, padding=2, dilation=2)", "torch.randn(2, 3, 19)"),
+    ("conv1d_no_bias", "nn.Conv1d(6, 4, 4, padding=1, bias=False)", "torch.randn(2, 6, 13)"),
+    ("conv2d", "nn.Conv2d(3, 5, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2))", "torch.randn(2, 3, 9, 8)"),
+    ("conv2d_long_sum", "nn.Conv2d(8, 20, 3, padding=1, bias=False)", "torch.randn(1, 8, 7, 6)"),
+    ("conv2d_groups", "nn.Conv2d(4, 6, (2, 3), padding=(1, 1), groups=2, bias=False)", "torch.randn(2, 4, 6, 7)"),
+    ("conv2d_depthwise", "nn.Conv2d(4, 4, 3, stride=2, padding=1, groups=4)", "torch.randn(2, 4, 9, 9)"),
+    ("conv2d_depthwise_multiplier", "nn.Conv2d(3, 6, (3, 1), groups=3, bias=False)", "torch.randn(1, 3, 8, 5)"),
+    ("conv2d_same", "nn.Conv2d(3, 4, (3, 5), padding='same')", "torch.randn(1, 3, 6, 7)"),
+    ("conv3d", "nn.Conv3d(3, 4, (2, 3, 2), stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 1))",
+     "torch.randn(2, 3, 5, 7, 4)"),
+    ("conv3d_groups", "nn.Conv3d(4, 4, 3, padding=1, groups=2, bias=False)", "torch.randn(1, 4, 4, 5, 3)"),
+    ("transposed1d", "nn.ConvTranspose1d(3, 5, 3, stride=2, padding=1, output_padding=1, dilation=2)",
+     "torch.randn(2, 3, 9)"),
+    ("transposed1d_no_bias", "nn.ConvTranspose1d(4, 3, 4, bias=False)", "torch.randn(2, 4, 7)"),
+    ("transposed2d", "nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 2), "
+     "dilation=(1, 2), groups=2)", "torch.randn(2, 4, 5, 4)"),
+    ("transposed2d_depthwise", "nn.ConvTranspose2d(3, 3, 3, stride=2, groups=3, bias=False)",
+     "torch.randn(1, 3, 4, 5)"),
+    ("transposed3d", "nn.ConvTranspose3d(4, 2, (3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), "
+     "output_padding=(1, 0, 1), groups=2)", "torch.randn(1, 4, 3, 4, 3)"),
+]
+
+
+@pytest.mark.parametrize("name,module,x", CASES, ids=[c[0] for c in CASES])
+def test_convolution_matches_torch(tmp_path, name, module, x):
+    task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
+                     inputs=f"[{x}]", sig="x")
+    assert coverage(task) is None
+    ref, got = run_candidate(task, backend="triton", params=BLOCKS)
+    assert_close(ref, got, **TOL)
+
+
+def test_depthwise_separable_chain_matches_torch(tmp_path):
+    init = ("self.depthwise = nn.Conv2d(4, 4, 3, padding=1, groups=4, bias=False)\n"
+            "self.pointwise = nn.Conv2d(4, 7, 1, bias=False)")
+    task = make_task(tmp_path, "separable", forward="x = self.depthwise(x)\nreturn self.pointwise(x)", init=init,
+                     inputs="[torch.randn(2, 4, 6, 5)]", sig="x")
+    ref, got = run_candidate(task, backend="triton", params=BLOCKS)
+    assert_close(ref, got, **TOL)
+
+
+def test_the_candidate_reads_the_module_parameters_and_calls_no_torch_convolution(tmp_path):
+    task = make_task(tmp_path, "own", forward="return self.conv(x)", init="self.conv = nn.Conv2d(3, 4, 3)",
+                     inputs="[torch.randn(1, 3, 6, 6)]", sig="x")
+    src = emit(task, backend="triton")
+    forward = src.split("class ModelNew")[1]
+    assert "conv2d" not in forward and "F." not in forward
+    model, init, inputs = reference_and_inputs(task, seed=7)
+    new = load_candidate(src, BLOCKS).ModelNew(*init)
+    with torch.no_grad():
+        new.conv.weight.mul_(-2.0)  # the candidate computes with whatever weight the module holds
+        model.load_state_dict(new.state_dict())
+        assert_close(model(*inputs), new(*inputs), **TOL)
+
+
+def test_half_convolution_accumulates_in_float32(tmp_path):
+    # float16 only: the interpreter's tl.dot multiplies bfloat16 tiles as raw bits
+    task = make_task(tmp_path, "fp16", forward="return self.conv(x)", init="self.conv = nn.Conv2d(6, 5, 3).half()",
+                     inputs="[torch.randn(1, 6, 7, 7).half()]", sig="x")
+    model, init, inputs = reference_and_inputs(task, seed=7)
+    new = load_candidate(emit(task, backend="triton"), BLOCKS).ModelNew(*init)
+    new.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        got = new(*inputs)
+        want = torch.nn.functional.conv2d(inputs[0].float(), model.conv.weight.float(), model.conv.bias.float())
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got.float(), want.half().float(), atol=1e-2, rtol=1e-3)
+
+
+# (problem file, size constants small enough for the interpreter); the template's own
+# default parameters
+PROBLEMS = [
+    ("60_conv_standard_3D__square_input__asymmetric_kernel.py",
+     {"batch_size": 1, "out_channels": 8, "width": 7, "height": 8, "depth": 9}),
+    ("67_conv_standard_1D.py", {"batch_size": 2, "in_channels": 4, "out_channels": 8, "length": 40}),
+    ("72_conv_transposed_3D_asymmetric_input_asymmetric_kernel___strided_padded_grouped_.py",
+     {"batch_size": 1, "in_channels": 8, "out_channels": 8, "depth": 2, "height": 3, "width": 4}),
+    ("75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded____dilated__.py",
+     {"batch_size": 1, "in_channels": 8, "out_channels": 8, "height": 5, "width": 6}),
+    ("76_conv_standard_1D_dilated_strided__.py", {"batch_size": 2, "in_channels": 4, "out_channels": 8, "length": 50}),
+    ("77_conv_transposed_3D_square_input_square_kernel___padded____dilated____strided__.py",
+     {"batch_size": 1, "in_channels": 4, "out_channels": 4, "depth": 3, "height": 4, "width": 4}),
+    ("79_conv_transposed_1D_asymmetric_input_square_kernel___padded____strided____dilated__.py",
+     {"batch_size": 2, "in_channels": 4, "out_channels": 8, "length": 30}),
+    ("80_conv_standard_2D_square_input_asymmetric_kernel___dilated____padded__.py",
+     {"batch_size": 1, "in_channels": 4, "out_channels": 8, "width": 20, "height": 16}),
+    ("81_conv_transposed_2D_asymmetric_input_square_kernel___dilated____padded____strided__.py",
+     {"batch_size": 1, "in_channels": 4, "out_channels": 8, "height_in": 4, "width_in": 6}),
+    ("85_conv_depthwise_2D_asymmetric_input_asymmetric_kernel.py",
+     {"batch_size": 1, "in_channels": 4, "out_channels": 4, "groups": 4, "height": 10, "width": 16}),
+    ("86_conv_depthwise_separable_2D.py",
+     {"batch_size": 1, "in_channels": 4, "out_channels": 8, "height": 10, "width": 12}),
+    ("87_conv_pointwise_2D.py", {"batch_size": 1, "in_channels": 8, "out_channels": 12, "height": 10, "width": 12}),
+]
+
+
+@pytest.mark.parametrize("problem,sizes", PROBLEMS, ids=[p.split("_conv")[0] for p, _ in PROBLEMS])
+def test_kernelbench_conv_problem_matches_with_default_params(tmp_path, problem, sizes):
+    task = small_problem(tmp_path, KERNELBENCH / "level1" / problem, sizes)
+    assert coverage(task) is None
+    ref, got = run_candidate(task, backend="triton")
+    assert_close(ref, got, **TOL)
