@@ -15,7 +15,8 @@ Per run: evaluations recorded, the rate over the whole run and in the steady sta
 middle 80% of evaluations by their log timestamps), a tuned candidate counted once; the
 driver's wall time against its budget; the judge's phases (and the workers' start split
 into device setup and inputs) summed over the run's results; the lanes' use, and the
-lane-seconds the dispatcher had nothing queued for them (`starved_s`); how many of the
+lane-seconds the dispatcher had nothing queued for them (`starved_s`); how many results
+ran in a child forked ahead (`forked_ahead`, with `evaluator.standby=true`); how many of the
 elites the islands hold at the end carry hardware metrics (GPU runs profile each elite:
 `run.profile_elites`, `run.ncu_share`).
 `--checkout DIR` runs another checkout's `python -m foundry` (e.g. an older commit) on
