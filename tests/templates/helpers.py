@@ -43,13 +43,16 @@ def get_init_inputs():
     return load_task(path, profile="small")
 
 
-def run_candidate(task, *, backend: str, params: dict | None = None, **emit_kw):
-    """(reference output, candidate output) on the same inputs and same-seed weights."""
+def run_candidate(task, *, backend: str, params: dict | None = None, device: str = "cpu", **emit_kw):
+    """(reference output, candidate output) on the same inputs and same-seed weights, both
+    run on `device`."""
     src = emit(task, backend=backend, **emit_kw)
     model, init, inputs = reference_and_inputs(task, seed=7)
     mod = load_candidate(src, params or {})
     torch.manual_seed(7)
     new = mod.ModelNew(*init)
+    model, new = model.to(device), new.to(device)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
     with torch.no_grad():
         return model(*inputs), new(*inputs)
 

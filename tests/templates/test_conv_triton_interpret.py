@@ -16,6 +16,8 @@ import torch  # noqa: E402
 
 pytest.importorskip("triton")
 
+from tests.templates.product_cases import CONV_BLOCKS as BLOCKS  # noqa: E402
+from tests.templates.product_cases import CONV_CASES as CASES  # noqa: E402
 from tests.templates.helpers import assert_close, make_task, run_candidate, small_problem  # noqa: E402
 
 from foundry.templates.engine import coverage, emit, reference_and_inputs  # noqa: E402
@@ -23,32 +25,7 @@ from foundry.tuning.inprocess import load_candidate  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELBENCH = ROOT.parent / "shared" / "kernelbench"
-BLOCKS = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 4, "num_stages": 2}
 TOL = {"atol": 1e-4, "rtol": 1e-4}
-
-# (name, module constructor, input)
-CASES = [
-    ("conv1d", "nn.Conv1d(3, 5, 3, stride=2, padding=2, dilation=2)", "torch.randn(2, 3, 19)"),
-    ("conv1d_no_bias", "nn.Conv1d(6, 4, 4, padding=1, bias=False)", "torch.randn(2, 6, 13)"),
-    ("conv2d", "nn.Conv2d(3, 5, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2))", "torch.randn(2, 3, 9, 8)"),
-    ("conv2d_long_sum", "nn.Conv2d(8, 20, 3, padding=1, bias=False)", "torch.randn(1, 8, 7, 6)"),
-    ("conv2d_groups", "nn.Conv2d(4, 6, (2, 3), padding=(1, 1), groups=2, bias=False)", "torch.randn(2, 4, 6, 7)"),
-    ("conv2d_depthwise", "nn.Conv2d(4, 4, 3, stride=2, padding=1, groups=4)", "torch.randn(2, 4, 9, 9)"),
-    ("conv2d_depthwise_multiplier", "nn.Conv2d(3, 6, (3, 1), groups=3, bias=False)", "torch.randn(1, 3, 8, 5)"),
-    ("conv2d_same", "nn.Conv2d(3, 4, (3, 5), padding='same')", "torch.randn(1, 3, 6, 7)"),
-    ("conv3d", "nn.Conv3d(3, 4, (2, 3, 2), stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 1))",
-     "torch.randn(2, 3, 5, 7, 4)"),
-    ("conv3d_groups", "nn.Conv3d(4, 4, 3, padding=1, groups=2, bias=False)", "torch.randn(1, 4, 4, 5, 3)"),
-    ("transposed1d", "nn.ConvTranspose1d(3, 5, 3, stride=2, padding=1, output_padding=1, dilation=2)",
-     "torch.randn(2, 3, 9)"),
-    ("transposed1d_no_bias", "nn.ConvTranspose1d(4, 3, 4, bias=False)", "torch.randn(2, 4, 7)"),
-    ("transposed2d", "nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 2), "
-     "dilation=(1, 2), groups=2)", "torch.randn(2, 4, 5, 4)"),
-    ("transposed2d_depthwise", "nn.ConvTranspose2d(3, 3, 3, stride=2, groups=3, bias=False)",
-     "torch.randn(1, 3, 4, 5)"),
-    ("transposed3d", "nn.ConvTranspose3d(4, 2, (3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), "
-     "output_padding=(1, 0, 1), groups=2)", "torch.randn(1, 4, 3, 4, 3)"),
-]
 
 
 @pytest.mark.parametrize("name,module,x", CASES, ids=[c[0] for c in CASES])

@@ -15,28 +15,15 @@ import torch  # noqa: E402
 
 pytest.importorskip("triton")
 
+from tests.templates.product_cases import GEMM_BLOCKS as BLOCKS  # noqa: E402
+from tests.templates.product_cases import GEMM_CASES as CASES  # noqa: E402
 from tests.templates.helpers import assert_close, make_task, run_candidate, small_problem  # noqa: E402
 
 from foundry.templates.engine import coverage, emit, reference_and_inputs  # noqa: E402
 from foundry.tuning.inprocess import load_candidate  # noqa: E402
 
 KERNELBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "kernelbench"
-BLOCKS = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 TOL = {"atol": 1e-5, "rtol": 1e-5}
-
-# (name, forward, inputs)
-CASES = [
-    ("square", "return torch.matmul(A, B)", "[torch.randn(32, 32), torch.randn(32, 32)]"),
-    ("ragged", "return A @ B", "[torch.randn(37, 53), torch.randn(53, 29)]"),
-    ("trans_a", "return torch.matmul(A.T, B)", "[torch.randn(53, 37), torch.randn(53, 29)]"),
-    ("trans_b", "return torch.mm(A, B.t())", "[torch.randn(37, 53), torch.randn(29, 53)]"),
-    ("trans_both", "return torch.matmul(A.transpose(0, 1), B.T)", "[torch.randn(53, 37), torch.randn(29, 53)]"),
-    ("bmm", "return torch.bmm(A, B)", "[torch.randn(3, 21, 45), torch.randn(3, 45, 19)]"),
-    ("bmm_trans", "return torch.bmm(A.transpose(1, 2), B.mT)", "[torch.randn(3, 45, 21), torch.randn(3, 19, 45)]"),
-    ("batch_times_matrix", "return torch.matmul(A, B)", "[torch.randn(3, 21, 45), torch.randn(45, 19)]"),
-    ("batch_of_one", "return torch.matmul(A, B)", "[torch.randn(1, 21, 45), torch.randn(3, 45, 19)]"),
-    ("column", "return A @ B", "[torch.randn(40, 300), torch.randn(300, 1)]"),
-]
 
 
 @pytest.mark.parametrize("split_k", [1, 3])

@@ -1,0 +1,43 @@
+"""The matrix-product and convolution template cases that the CPU tests run under
+Triton's interpreter and the GPU tests run as real kernels (sources of small tasks)."""
+
+GEMM_BLOCKS = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
+CONV_BLOCKS = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "num_warps": 4, "num_stages": 2}
+
+# (name, forward, inputs)
+GEMM_CASES = [
+    ("square", "return torch.matmul(A, B)", "[torch.randn(32, 32), torch.randn(32, 32)]"),
+    ("ragged", "return A @ B", "[torch.randn(37, 53), torch.randn(53, 29)]"),
+    ("trans_a", "return torch.matmul(A.T, B)", "[torch.randn(53, 37), torch.randn(53, 29)]"),
+    ("trans_b", "return torch.mm(A, B.t())", "[torch.randn(37, 53), torch.randn(29, 53)]"),
+    ("trans_both", "return torch.matmul(A.transpose(0, 1), B.T)", "[torch.randn(53, 37), torch.randn(29, 53)]"),
+    ("bmm", "return torch.bmm(A, B)", "[torch.randn(3, 21, 45), torch.randn(3, 45, 19)]"),
+    ("bmm_trans", "return torch.bmm(A.transpose(1, 2), B.mT)", "[torch.randn(3, 45, 21), torch.randn(3, 19, 45)]"),
+    ("batch_times_matrix", "return torch.matmul(A, B)", "[torch.randn(3, 21, 45), torch.randn(45, 19)]"),
+    ("batch_of_one", "return torch.matmul(A, B)", "[torch.randn(1, 21, 45), torch.randn(3, 45, 19)]"),
+    ("column", "return A @ B", "[torch.randn(40, 300), torch.randn(300, 1)]"),
+]
+
+# (name, module constructor, input)
+CONV_CASES = [
+    ("conv1d", "nn.Conv1d(3, 5, 3, stride=2, padding=2, dilation=2)", "torch.randn(2, 3, 19)"),
+    ("conv1d_no_bias", "nn.Conv1d(6, 4, 4, padding=1, bias=False)", "torch.randn(2, 6, 13)"),
+    ("conv2d", "nn.Conv2d(3, 5, (3, 2), stride=(2, 1), padding=(1, 0), dilation=(1, 2))", "torch.randn(2, 3, 9, 8)"),
+    ("conv2d_long_sum", "nn.Conv2d(8, 20, 3, padding=1, bias=False)", "torch.randn(1, 8, 7, 6)"),
+    ("conv2d_groups", "nn.Conv2d(4, 6, (2, 3), padding=(1, 1), groups=2, bias=False)", "torch.randn(2, 4, 6, 7)"),
+    ("conv2d_depthwise", "nn.Conv2d(4, 4, 3, stride=2, padding=1, groups=4)", "torch.randn(2, 4, 9, 9)"),
+    ("conv2d_depthwise_multiplier", "nn.Conv2d(3, 6, (3, 1), groups=3, bias=False)", "torch.randn(1, 3, 8, 5)"),
+    ("conv2d_same", "nn.Conv2d(3, 4, (3, 5), padding='same')", "torch.randn(1, 3, 6, 7)"),
+    ("conv3d", "nn.Conv3d(3, 4, (2, 3, 2), stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 1))",
+     "torch.randn(2, 3, 5, 7, 4)"),
+    ("conv3d_groups", "nn.Conv3d(4, 4, 3, padding=1, groups=2, bias=False)", "torch.randn(1, 4, 4, 5, 3)"),
+    ("transposed1d", "nn.ConvTranspose1d(3, 5, 3, stride=2, padding=1, output_padding=1, dilation=2)",
+     "torch.randn(2, 3, 9)"),
+    ("transposed1d_no_bias", "nn.ConvTranspose1d(4, 3, 4, bias=False)", "torch.randn(2, 4, 7)"),
+    ("transposed2d", "nn.ConvTranspose2d(4, 6, (3, 2), stride=(2, 3), padding=(1, 0), output_padding=(1, 2), "
+     "dilation=(1, 2), groups=2)", "torch.randn(2, 4, 5, 4)"),
+    ("transposed2d_depthwise", "nn.ConvTranspose2d(3, 3, 3, stride=2, groups=3, bias=False)",
+     "torch.randn(1, 3, 4, 5)"),
+    ("transposed3d", "nn.ConvTranspose3d(4, 2, (3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), "
+     "output_padding=(1, 0, 1), groups=2)", "torch.randn(1, 4, 3, 4, 3)"),
+]
