@@ -10,6 +10,8 @@ bias added once at the store. Offsets that can pass 2^31 elements are int64."""
 
 from __future__ import annotations
 
+import math
+
 from foundry.templates.candidate import assemble
 from foundry.templates.ir import Conv, Description
 from foundry.templates.tiles import block_for, default_first
@@ -24,17 +26,10 @@ def conv_tunable(convs: tuple) -> dict:
     need (the launcher also narrows them per convolution, never below 16)."""
     tun = {k: list(v) for k, v in TUNABLE_CONV.items()}
     per_group = max(c.out_channels // c.groups for c in convs)
-    longest = max((c.in_channels // c.groups) * _volume(c.kernel) for c in convs)
+    longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
     tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
                BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
     return tun
-
-
-def _volume(kernel: tuple) -> int:
-    v = 1
-    for k in kernel:
-        v *= int(k)
-    return v
 
 
 KERNEL = '''@triton.jit
