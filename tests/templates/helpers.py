@@ -63,13 +63,24 @@ def assert_close(ref, got, atol=1e-4, rtol=1e-4):
     torch.testing.assert_close(got, ref, atol=atol, rtol=rtol, equal_nan=True)
 
 
+def _skip_without(source: Path) -> None:
+    import pytest
+    if not source.exists():
+        pytest.skip(f"the KernelBench problems are not at {source.parent}")
+
+
+def published_problem(source: Path):
+    """The task of the KernelBench problem file `source` at its published sizes (the
+    loader's "full" profile); skips the test where the problems are not present."""
+    _skip_without(source)
+    return load_task(source, profile="full")
+
+
 def small_problem(tmp_path: Path, source: Path, sizes: dict):
     """The task of the KernelBench problem file `source` at `sizes` (its module-level size
     names set by a SMALL_SIZES block, the loader's "small" profile); skips the test where
     the problems are not present."""
-    import pytest
-    if not source.exists():
-        pytest.skip(f"the KernelBench problems are not at {source.parent}")
+    _skip_without(source)
     path = tmp_path / source.name
     path.write_text(source.read_text() + f"\n\nSMALL_SIZES = {sizes!r}\n")
     return load_task(path, profile="small")

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from foundry.tasks import load_task
+from tests.templates.helpers import published_problem
 from foundry.templates.backend_c import why_not_c
 from foundry.templates.conv_triton import conv_tunable
 from foundry.templates.engine import coverage, describe_task, variants
@@ -172,10 +172,7 @@ LEVEL1 = {
 
 @pytest.mark.parametrize("name,chain", sorted(LEVEL1.items()))
 def test_kernelbench_level1_conv_problems(name, chain):
-    path = KERNELBENCH / "level1" / name
-    if not path.exists():
-        pytest.skip(f"the KernelBench problems are not at {KERNELBENCH}")
-    task = load_task(path, profile="full")
+    task = published_problem(KERNELBENCH / "level1" / name)
     assert coverage(task) is None
     d = describe_task(task)
     assert d.regions == () and d.families == ("conv",)

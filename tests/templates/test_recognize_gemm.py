@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from foundry.tasks import load_task
+from tests.templates.helpers import published_problem
 from foundry.templates.backend_c import why_not_c
 from foundry.templates.engine import coverage, describe_task, variants
 from foundry.templates.gemm_triton import TARGET_PROGRAMS, gemm_tunable
@@ -122,10 +122,7 @@ LEVEL1 = {
 
 @pytest.mark.parametrize("name,why", sorted(LEVEL1.items()))
 def test_kernelbench_level1_matmul_problems(name, why):
-    path = KERNELBENCH / "level1" / name
-    if not path.exists():
-        pytest.skip(f"the KernelBench problems are not at {KERNELBENCH}")
-    task = load_task(path, profile="full")
+    task = published_problem(KERNELBENCH / "level1" / name)
     reason = coverage(task)
     if why is None:
         assert reason is None
