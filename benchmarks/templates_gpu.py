@@ -3,7 +3,7 @@ Triton template's speedup over eager and torch.compile (same process, same input
 geometric means, and for memory-bound tasks the fraction of the roofline floor (minimum
 bytes over the measured copy bandwidth).
 
-    python benchmarks/templates_gpu.py [--level 1 2 3] [--budget 8] [--only SUBSTR] [--time-limit 540]
+    python benchmarks/templates_gpu.py [--level 1 2 3] [--budget 8] [--only SUBSTR ...] [--path DIR] [--time-limit 540]
                                        [--measure inprocess|judge] [--no-compile] [--out results.csv]
                                        [--part i/n]
 
@@ -32,7 +32,8 @@ def _geo(xs):
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--level", type=int, nargs="*", default=None)
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", nargs="+", default=[""],
+                    help="keep tasks whose id contains any of these substrings")
     ap.add_argument("--budget", type=int, default=8, help="tuner measurements per template variant")
     ap.add_argument("--time-limit", type=float, default=540.0,
                     help="stop starting new tasks after this many seconds and print the summary so far")
@@ -40,6 +41,7 @@ def main() -> int:
     ap.add_argument("--part", default="1/1", help="i/n: run only the i-th of n equal slices of the task list")
     ap.add_argument("--measure", default="inprocess", choices=["inprocess", "judge"])
     ap.add_argument("--profile", default="full")
+    ap.add_argument("--path", default=None, help="a folder of task files (e.g. KernelBench's problems) instead of the suite")
     ap.add_argument("--cache", default="", help="tuning cache JSON path (default: none)")
     ap.add_argument("--out", default="", help="write per-task rows to this CSV")
     ap.add_argument("--device", default="cuda",
@@ -77,7 +79,7 @@ def main() -> int:
     rows, skipped = [], []
     started = time.time()
     part, parts = (int(v) for v in a.part.split("/"))
-    tasks = [t for t in load_suite(level=a.level, profile=a.profile) if a.only in t.task_id]
+    tasks = [t for t in load_suite(path=a.path, level=a.level, profile=a.profile) if any(o in t.task_id for o in a.only)]
     tasks = tasks[(part - 1) * len(tasks) // parts: part * len(tasks) // parts]
     for task in tasks:
         if time.time() - started > a.time_limit:

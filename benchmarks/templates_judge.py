@@ -1,8 +1,8 @@
-"""Run every template candidate of the suite through the real judge (foundry.evaluate)
-and print its verdict: stage, correctness, guard flags, speedup over eager (and over
-torch.compile with --compile-baseline).
+"""Run every template candidate of the suite (each variant that applies) through the real
+judge (foundry.evaluate) and print its verdict: stage, correctness, guard flags, speedup
+over eager (and over torch.compile with --compile-baseline).
 
-    python benchmarks/templates_judge.py [--backend c|triton] [--level 1 2 3] [--only SUBSTR]
+    python benchmarks/templates_judge.py [--backend c|triton] [--level 1 2 3] [--only SUBSTR ...]
         [--path DIR] [--device cpu|cuda] [--profile small|full] [--compile-baseline]
 
 `--path`: another folder of task files (e.g. KernelBench's problems) instead of the suite.
@@ -22,7 +22,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="c", choices=["c", "triton"])
     ap.add_argument("--level", type=int, nargs="*", default=None)
-    ap.add_argument("--only", default="")
+    ap.add_argument("--only", nargs="+", default=[""],
+                    help="keep tasks whose id contains any of these substrings")
     ap.add_argument("--path", default=None, help="a folder of task files (default: the suite)")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--profile", default="small")
@@ -32,7 +33,7 @@ def main() -> int:
     from foundry.evaluate import Evaluator
     from foundry.evaluate.config import EvalConfig
     from foundry.tasks.suite import load_suite
-    from foundry.templates.engine import coverage, emit
+    from foundry.templates.engine import coverage, emit, variants
     from foundry.templates import NotCovered
     from foundry.types import Candidate
 
@@ -41,26 +42,31 @@ def main() -> int:
     n_ok = n_cov = 0
     with Evaluator(config=cfg) as ev:
         for task in load_suite(path=a.path, level=a.level, profile=a.profile):
-            if a.only not in task.task_id:
+            if not any(o in task.task_id for o in a.only):
                 continue
             why = coverage(task)
             if why:
                 print(f"{task.task_id:42s} {why}", flush=True)
                 continue
+            names = variants(task, a.backend)
             try:
-                src = emit(task, backend=a.backend)
+                sources = [(v, emit(task, backend=a.backend, variant=v)) for v in names]
             except NotCovered as e:  # covered by another backend's templates only
                 print(f"{task.task_id:42s} {e}", flush=True)
                 continue
             n_cov += 1
-            cand = Candidate.make(task_id=task.task_id, source=src, backend=a.backend, origin="template")
-            r = ev.evaluate(task=task, candidate=cand)
-            n_ok += bool(r.correct)
-            flags.update(r.flags)
-            sp = f"{r.speedup_eager:.2f}x" if r.speedup_eager else "-"
-            spc = f" vs torch.compile={r.speedup_compile:.2f}x" if r.speedup_compile else ""
-            print(f"{task.task_id:42s} stage={r.stage} correct={r.correct} speedup={sp}{spc} flags={list(r.flags)} "
-                  f"{r.error[:160]!r}", flush=True)
+            correct = False
+            for variant, src in sources:
+                cand = Candidate.make(task_id=task.task_id, source=src, backend=a.backend, origin="template")
+                r = ev.evaluate(task=task, candidate=cand)
+                correct |= bool(r.correct)
+                flags.update(r.flags)
+                sp = f"{r.speedup_eager:.2f}x" if r.speedup_eager else "-"
+                spc = f" vs torch.compile={r.speedup_compile:.2f}x" if r.speedup_compile else ""
+                label = task.task_id if len(names) == 1 else f"{task.task_id} [{variant}]"
+                print(f"{label:42s} stage={r.stage} correct={r.correct} speedup={sp}{spc} flags={list(r.flags)} "
+                      f"{r.error[:160]!r}", flush=True)
+            n_ok += correct
     print(f"\ncorrect {n_ok}/{n_cov} covered; guard flags: {dict(flags)}")
     return 0
 

@@ -92,8 +92,10 @@ FOREIGN_COMPUTE = (
     # oneDNN and vector-math routines linked with it are library compute
     r"\bat::(?!vec::|BFloat16\b|Half\b)\w+", r"\b(mkl|MKL|dnnl|mkldnn|vml|vsl)_\w+", r"\bv[sdcz][A-Z][a-z]\w*\s*\(")
 
+# "tf32" anywhere (input_precision="tf32", allow_tf32=True) but not Triton's "tf32x3", the
+# split float32 product that keeps float32's tolerance (foundry/templates/dot_precision.py)
 PRECISION = (r"\.half\s*\(", r"\.bfloat16\s*\(", r"\bfloat16\b", r"\bbfloat16\b", r"\btorch\s*\.\s*half\b",
-             r"\btf32\b", r"\b__half\b", r"\b__nv_bfloat16\b", r"\b_Float16\b", r"-ffast-math",
+             r"tf32(?!x3)", r"\b__half\b", r"\b__nv_bfloat16\b", r"\b_Float16\b", r"-ffast-math",
              r"-Ofast", r"\bfast_math\b", r"\bfloat8", r"\bfp8\b", r"\bamp\b", r"\bautocast\b")
 
 # torch functions a kernel file may call: allocation, views, copies, metadata

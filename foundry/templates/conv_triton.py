@@ -5,7 +5,7 @@ BLOCK_M output positions (batch and output spatial positions flattened) by BLOCK
 channels of one group (the grid's third axis); the sum runs over the group's input
 channels times the kernel positions in BLOCK_K steps, gathering the input elements each
 output position reads (zero where the padding or, transposed, a stride gap puts them
-outside the input), accumulating in float32 (an IEEE fp32 dot for float32: no TF32), the
+outside the input), accumulating in float32 (float32 tiles multiplied as dot_precision.F32_DOT says), the
 bias added once at the store. Offsets that can pass 2^31 elements are int64."""
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from __future__ import annotations
 import math
 
 from foundry.templates.candidate import assemble
+from foundry.templates.dot_precision import F32_DOT_LAUNCH_ARG, dot_precision_arg, dot_precision_tunable
 from foundry.templates.ir import Conv, Description
 from foundry.templates.tiles import block_for, default_first
 
-TUNABLE_CONV = {"BLOCK_M": [64, 128, 32, 256], "BLOCK_N": [64, 32, 128, 16], "BLOCK_K": [32, 16, 64],
-                "num_warps": [4, 8, 2], "num_stages": [3, 2, 4]}
+# defaults: the fastest on the H200 of a fixed grid of configurations over KernelBench's
+# convolutions (benchmarks/product_configs_gpu.py)
+TUNABLE_CONV = {"BLOCK_M": [256, 128, 64, 32], "BLOCK_N": [128, 64, 32, 16], "BLOCK_K": [32, 16, 64],
+                "num_warps": [8, 4, 2], "num_stages": [3, 2, 4]}
 
 
 def conv_tunable(convs: tuple) -> dict:
@@ -29,7 +32,14 @@ def conv_tunable(convs: tuple) -> dict:
     longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
     tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
                BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
+    tun.update(dot_precision_tunable(_dtype(convs)))
     return tun
+
+
+def _dtype(convs: tuple) -> str:
+    """The chain's one operand dtype name ("mixed" where they differ)."""
+    dtypes = {c.dtype for c in convs}
+    return dtypes.pop() if len(dtypes) == 1 else "mixed"
 
 
 KERNEL = '''@triton.jit
@@ -37,7 +47,7 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
           KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
           SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
           DH: tl.constexpr, DW: tl.constexpr, TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr,
-          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr):
     KVOL = KD * KH * KW
     g = tl.program_id(2)
     rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
@@ -145,7 +155,7 @@ class _CONV:
         _conv[grid](x, weight, weight if bias is None else bias, out, M, C_in, *size, C_out, *out_size,
                     cin_g, cout_g, *kernel, *self.stride, *self.padding, *self.dilation,
                     TRANSPOSED=self.transposed, HAS_BIAS=bias is not None,
-                    BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK,
+                    BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, @F32_DOT_LAUNCH_ARG@,
                     num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
         return out
 '''
@@ -159,11 +169,10 @@ def _init_line(index: int, conv: Conv) -> str:
 
 
 def emit_convs(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:
-    precision = ', input_precision="ieee"' if all(c.dtype == "float32" for c in desc.convs) else ""
-    kernel = KERNEL.replace("@PRECISION@", precision)
+    kernel = KERNEL.replace("@PRECISION@", dot_precision_arg(_dtype(desc.convs)))
     note = ("Template candidate (triton backend): each convolution as one implicit-GEMM Triton kernel "
             "on the module's own weight and bias.")
     return assemble(desc=desc, task_source=task_source, backend="triton", header=header,
-                    kernel_defs=kernel, launchers=[LAUNCHER],
+                    kernel_defs=kernel, launchers=[LAUNCHER.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG)],
                     init_lines=[_init_line(i, c) for i, c in enumerate(desc.convs)],
                     tunable=tunable, params=params, note=note)

@@ -1,7 +1,7 @@
 """The Triton template for a forward that is one matrix product of two inputs: one
 tiled Triton matmul reading both operands through their strides (a transposed or
 broadcast operand is never copied), tiles in grouped order (GROUP_M), accumulating in
-float32 (an IEEE fp32 dot for float32 operands: no TF32). With SPLIT_K > 1 the K range is
+float32 (float32 tiles multiplied as dot_precision.F32_DOT says). With SPLIT_K > 1 the K range is
 cut into slices, one program per (tile, slice, batch) writing its float32 partial tile to
 a [SPLIT_K, batch, M, N] workspace, and a second kernel sums the slices in slice order
 (deterministic: no atomics) into the output."""
@@ -9,13 +9,16 @@ a [SPLIT_K, batch, M, N] workspace, and a second kernel sums the slices in slice
 from __future__ import annotations
 
 from foundry.templates.candidate import assemble
+from foundry.templates.dot_precision import F32_DOT_LAUNCH_ARG, dot_precision_arg, dot_precision_tunable
 from foundry.templates.ir import Description, Gemm
 from foundry.templates.matmul_triton import GROUPED_TILES
 from foundry.templates.tiles import block_for, default_first
 
-TUNABLE_GEMM = {"BLOCK_M": [64, 32, 128, 16], "BLOCK_N": [64, 32, 128, 16], "BLOCK_K": [32, 16, 64],
-                "SPLIT_K": [1, 2, 4, 8, 16, 32, 64, 128], "GROUP_M": [8, 1], "num_warps": [4, 8, 2],
-                "num_stages": [3, 2, 4]}
+# defaults: the fastest on the H200 of a fixed grid of configurations over KernelBench's
+# lone products (benchmarks/product_configs_gpu.py)
+TUNABLE_GEMM = {"BLOCK_M": [128, 64, 32, 16], "BLOCK_N": [128, 64, 32, 16], "BLOCK_K": [32, 16, 64],
+                "SPLIT_K": [1, 2, 4, 8, 16, 32, 64, 128], "GROUP_M": [8, 1], "num_warps": [8, 4, 2],
+                "num_stages": [3, 4, 2]}
 TARGET_PROGRAMS = 264  # two programs per SM of an H200 (132 SMs)
 MAX_PROGRAMS = 8 * TARGET_PROGRAMS  # a split that leaves more programs than this adds only partials
 MIN_SLICE_BLOCKS = 4  # a K slice keeps at least this many BLOCK_K steps
@@ -48,12 +51,14 @@ def gemm_tunable(gemm: Gemm) -> dict:
             break
     tun.update(BLOCK_M=default_first(bm, tun["BLOCK_M"]), BLOCK_N=default_first(bn, tun["BLOCK_N"]),
                SPLIT_K=default_first(split, splits))
+    tun.update(dot_precision_tunable(gemm.dtype))
     return tun
 
 
 KERNELS = '''@triton.jit
-def _gemm(a, b, c, M, N, K, K_SLICE, s_ab, s_am, s_ak, s_bb, s_bk, s_bn, s_cs, s_cb, s_cm, s_cn,
-          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def _gemm(a, b, c, M, N, K, K_SLICE, s_ab, s_am: tl.constexpr, s_ak: tl.constexpr, s_bb, s_bk: tl.constexpr,
+          s_bn: tl.constexpr, s_cs, s_cb, s_cm, s_cn: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+          F32_DOT: tl.constexpr):
     pid = tl.program_id(0)
     s = tl.program_id(1)
     z = tl.program_id(2).to(tl.int64)
@@ -121,7 +126,7 @@ class _GEMM:
         _gemm[grid](a, b, c, M, N, K, k_slice, _batch_stride(a), a.stride(-2), a.stride(-1),
                     _batch_stride(b), b.stride(-2), b.stride(-1), s_cs, M * N, N, 1,
                     BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=int(p["GROUP_M"]),
-                    num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
+                    @F32_DOT_LAUNCH_ARG@, num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
         if slices > 1:
             n = out.numel()
             _gemm_sum_slices[(triton.cdiv(n, @SUM_BLOCK@),)](c, out, n, slices, BLOCK=@SUM_BLOCK@, num_warps=4)
@@ -131,11 +136,11 @@ class _GEMM:
 
 def emit_gemm(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:
     gemm = desc.gemm
-    precision = ', input_precision="ieee"' if gemm.dtype == "float32" else ""
-    kernels = KERNELS.replace("@TILES@", GROUPED_TILES).replace("@PRECISION@", precision)
+    kernels = KERNELS.replace("@TILES@", GROUPED_TILES).replace("@PRECISION@", dot_precision_arg(gemm.dtype))
     transposes = "".join(f"        {x} = {x}.transpose(-2, -1)\n"
                          for x, t in (("a", gemm.trans_a), ("b", gemm.trans_b)) if t)
     launcher = LAUNCHER.replace("@TRANSPOSES@", transposes).replace("@SUM_BLOCK@", str(SUM_BLOCK))
+    launcher = launcher.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG)
     note = ("Template candidate (triton backend): the matrix product as one tiled Triton matmul "
             "(split-K: SPLIT_K slices of K summed by a second kernel).")
     return assemble(desc=desc, task_source=task_source, backend="triton", header=header,

@@ -1,10 +1,11 @@
 """Template "matmul": y = epilogue(x @ W^T + b) for an nn.Linear followed by a pointwise
-region, as one tiled Triton matmul (fp32 inputs, IEEE fp32 dot: no TF32) whose epilogue
+region, as one tiled Triton matmul (fp32 inputs, tiles multiplied as dot_precision.F32_DOT says) whose epilogue
 is the region's chain applied to the accumulator before the single store."""
 
 from __future__ import annotations
 
 from foundry.templates.candidate import assemble
+from foundry.templates.dot_precision import F32_DOT_LAUNCH_ARG, dot_precision_arg, dot_precision_tunable
 from foundry.templates.emit_triton import phase_code
 from foundry.templates.ir import Description
 
@@ -22,8 +23,11 @@ GROUPED_TILES = """    num_m = tl.cdiv(M, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
 """
-TUNABLE_MATMUL = {"BLOCK_M": [64, 32, 128], "BLOCK_N": [64, 32, 128], "BLOCK_K": [32, 16, 64],
-                  "GROUP_M": [8, 1], "num_warps": [4, 8, 2], "num_stages": [3, 2, 4]}
+# defaults: the fastest on the H200 of a fixed grid of configurations over KernelBench's
+# Linear + pointwise problems (benchmarks/product_configs_gpu.py)
+TUNABLE_MATMUL = {"BLOCK_M": [128, 64, 32], "BLOCK_N": [128, 64, 32], "BLOCK_K": [32, 64, 16],
+                  "GROUP_M": [8, 1], "num_warps": [8, 4, 2], "num_stages": [3, 4, 2],
+                  **dot_precision_tunable("float32")}
 
 
 def emit_matmul(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:
@@ -40,14 +44,15 @@ def emit_matmul(*, desc: Description, task_source: str, tunable: dict, params: d
     ints = "".join(f", Mp{k}" for k in others if pre.operands[k].layout in ("row", "rowcol"))
     kernel = f'''@triton.jit
 def _mm_epilogue(x, wt, bias, out{ptrs}, M, N, K{ints}, HAS_BIAS: tl.constexpr,
-                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+                 BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                 F32_DOT: tl.constexpr):
     pid = tl.program_id(0)
 {GROUPED_TILES}    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + rk
         a = tl.load(x + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
         b = tl.load(wt + rn[None, :] * K + kk[:, None], mask=(rn[None, :] < N) & (kk[:, None] < K), other=0.0)
-        acc += tl.dot(a, b, input_precision="ieee")
+        acc += tl.dot(a, b{dot_precision_arg("float32")})
     if HAS_BIAS:
         acc += tl.load(bias + rn, mask=rn < N, other=0.0)[None, :]
     msk = (rm[:, None] < M) & (rn[None, :] < N)
@@ -78,7 +83,7 @@ def _mm_epilogue(x, wt, bias, out{ptrs}, M, N, K{ints}, HAS_BIAS: tl.constexpr,
         _mm_epilogue[grid](x, w, b if b is not None else w, out{"".join(f", a{k}.contiguous()" for k in others)}, M, N, K{int_args},
                            HAS_BIAS=b is not None, BLOCK_M=p["BLOCK_M"], BLOCK_N=p["BLOCK_N"],
                            BLOCK_K=p["BLOCK_K"], GROUP_M=p["GROUP_M"], num_warps=p["num_warps"],
-                           num_stages=p["num_stages"])
+                           num_stages=p["num_stages"], {F32_DOT_LAUNCH_ARG})
         return out
 '''
     # forward: the Linear and the region become one call

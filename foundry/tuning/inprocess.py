@@ -47,9 +47,12 @@ class InProcessMeasure:
 
     def __init__(self, *, task: Task, seed: int = 0, rounds: int = 7, block_s: float = 0.01,
                  atol: float | None = None, rtol: float | None = None, device: str = "cpu",
-                 compile_baseline: bool = False):
+                 compile_baseline: bool = False, tf32: str = "off"):
         self.task, self.seed, self.rounds, self.block_s = task, seed, rounds, block_s
         self.device = torch.device(device)
+        if self.device.type == "cuda":  # the judge's policy (EvalConfig.tf32), not torch's defaults
+            from foundry.evaluate.cuda_timing import apply_tf32_policy
+            apply_tf32_policy(tf32)
         self.compile_baseline = compile_baseline
         self.compile_ms: float | None = None
         self.compile_error = ""
@@ -58,7 +61,7 @@ class InProcessMeasure:
         module = build_module(task)
         self.init = list(module.get_init_inputs())
         torch.manual_seed(seed)
-        self.reference = module.Model(*self.init).to(self.device)
+        self.reference = module.Model(*self.init).to(self.device).eval()  # as the judge runs it
         torch.manual_seed(seed + 1)
         self.inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
         with torch.no_grad():
@@ -76,7 +79,7 @@ class InProcessMeasure:
         try:
             mod = load_candidate(cand.source, cand.params)
             torch.manual_seed(self.seed)
-            model = mod.ModelNew(*self.init).to(self.device)
+            model = mod.ModelNew(*self.init).to(self.device).eval()
         except Exception as e:  # noqa: BLE001 - a broken candidate is a result, not a crash
             return self._fail(cand, Stage.COMPILE, f"{type(e).__name__}: {e}")
         try:

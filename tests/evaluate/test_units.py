@@ -202,6 +202,9 @@ def test_honest_source_has_no_flags():
     ("def f(x):\n    return x.numpy()\n", "foreign_compute"),
     ("import pathlib\npathlib.Path('a').write_text('b')\n", "file_access"),
     ("def f(x):\n    return x.half()\n", "precision_drop"),
+    ("def f(a, b):\n    return tl.dot(a, b, input_precision='tf32')\n", "precision_drop"),
+    ("def f(a, b):\n    return tl.dot(a, b, allow_tf32=True)\n", "precision_drop"),
+    ("PARAMS = {'F32_DOT': 'tf32'}\n", "precision_drop"),
     ("def f(x):\n    try:\n        pass\n    except Exception:\n        return x\n", "torch_fallback"),
     ("import torch\ndef f(a, b):\n    return torch.softmax(a, 1)\n", "torch_compute"),
     ("import foundry.evaluate.cpu_timing as t\n", "judge_access"),
@@ -219,6 +222,12 @@ def test_no_kernel_and_allowances():
     assert "precision_drop" not in _flags(HONEST_C + "\ny = 1 if True else x.half()\n",
                                           task_source="x = torch.randn(3).half()")
     assert check_source("def (:", backend=get_backend("c")).syntax_error
+
+
+def test_the_split_float32_product_is_no_precision_drop():
+    # "tf32x3" keeps float32's tolerance (three TF32 products of split operands); the
+    # correctness trials, not this check, judge how close it comes
+    assert "precision_drop" not in _flags(HONEST_C + "\nPARAMS = {'F32_DOT': 'tf32x3'}\n")
 
 
 def test_triton_kernel_bodies_are_not_torch_compute():

@@ -1,32 +1,37 @@
 """The matrix-product and convolution templates as real Triton kernels on the GPU: the
 cases the CPU tests run under Triton's interpreter (tests/templates/product_cases.py),
-compiled and launched for real, a split-K product over a long K with the parameters the
-template picks, and bfloat16 operands (the interpreter's bf16 dot cannot check them)."""
+compiled and launched for real with each float32 product (dot_precision.F32_DOT), a
+split-K product over a long K with the parameters the template picks, and bfloat16
+operands (the interpreter's bf16 dot cannot check them)."""
 
 from __future__ import annotations
 
 import pytest
 
+from foundry.templates.dot_precision import F32_DOT
 from tests.templates.helpers import assert_close, make_task, run_candidate
 from tests.templates.product_cases import CONV_BLOCKS, CONV_CASES, GEMM_BLOCKS, GEMM_CASES
 
 pytestmark = pytest.mark.gpu
 
 
+@pytest.mark.parametrize("f32_dot", F32_DOT)
 @pytest.mark.parametrize("split_k", [1, 3])
 @pytest.mark.parametrize("name,forward,inputs", GEMM_CASES, ids=[c[0] for c in GEMM_CASES])
-def test_gemm_case_on_the_gpu(tmp_path, name, forward, inputs, split_k):
+def test_gemm_case_on_the_gpu(tmp_path, name, forward, inputs, split_k, f32_dot):
     task = make_task(tmp_path, name, forward=forward, inputs=inputs, sig="A, B")
-    ref, got = run_candidate(task, backend="triton", params={**GEMM_BLOCKS, "SPLIT_K": split_k}, device="cuda")
+    params = {**GEMM_BLOCKS, "SPLIT_K": split_k, "F32_DOT": f32_dot}
+    ref, got = run_candidate(task, backend="triton", params=params, device="cuda")
     assert got.is_cuda
     assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("f32_dot", F32_DOT)
 @pytest.mark.parametrize("name,module,x", CONV_CASES, ids=[c[0] for c in CONV_CASES])
-def test_conv_case_on_the_gpu(tmp_path, name, module, x):
+def test_conv_case_on_the_gpu(tmp_path, name, module, x, f32_dot):
     task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                      inputs=f"[{x}]", sig="x")
-    ref, got = run_candidate(task, backend="triton", params=CONV_BLOCKS, device="cuda")
+    ref, got = run_candidate(task, backend="triton", params={**CONV_BLOCKS, "F32_DOT": f32_dot}, device="cuda")
     assert got.is_cuda
     assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)
 

@@ -45,7 +45,10 @@ def get_init_inputs():
 
 def run_candidate(task, *, backend: str, params: dict | None = None, device: str = "cpu", **emit_kw):
     """(reference output, candidate output) on the same inputs and same-seed weights, both
-    run on `device`."""
+    run on `device` (on a GPU with TF32 off, as the judge runs references)."""
+    if torch.device(device).type == "cuda":
+        from foundry.evaluate.cuda_timing import apply_tf32_policy
+        apply_tf32_policy("off")
     src = emit(task, backend=backend, **emit_kw)
     model, init, inputs = reference_and_inputs(task, seed=7)
     mod = load_candidate(src, params or {})

@@ -125,7 +125,7 @@ def test_tunable_defaults_fit_the_output_channels_per_group():
     assert tun["BLOCK_N"][0] == 16 and tun["BLOCK_K"][0] == 16
     wide = _describe(nn.Conv2d(64, 128, 3), shape=(1, 64, 8, 8)).convs
     tun = conv_tunable(wide)
-    assert tun["BLOCK_N"][0] == 64 and tun["BLOCK_K"][0] == 32
+    assert tun["BLOCK_N"][0] == 128 and tun["BLOCK_K"][0] == 32
     assert all(len(set(v)) == len(v) for v in tun.values())
 
 

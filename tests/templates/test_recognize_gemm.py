@@ -12,7 +12,7 @@ import torch.nn as nn
 from tests.templates.helpers import published_problem
 from foundry.templates.backend_c import why_not_c
 from foundry.templates.engine import coverage, describe_task, variants
-from foundry.templates.gemm_triton import TARGET_PROGRAMS, gemm_tunable
+from foundry.templates.gemm_triton import TARGET_PROGRAMS, TUNABLE_GEMM, gemm_tunable
 from foundry.templates.ir import Gemm
 from foundry.templates.recognize import NotCovered, describe
 
@@ -85,7 +85,7 @@ def test_anything_more_than_the_product_is_no_gemm(fn):
 
 def test_tunable_defaults_split_k_only_when_k_is_long_next_to_the_output():
     square = gemm_tunable(Gemm(a="A", b="B", m=4096, n=4096, k=4096))
-    assert square["SPLIT_K"] == [1] and square["BLOCK_M"][0] == 64
+    assert square["SPLIT_K"][0] == 1 and square["BLOCK_M"][0] == TUNABLE_GEMM["BLOCK_M"][0]
     long_k = gemm_tunable(Gemm(a="A", b="B", m=256, n=256, k=524288))
     split = long_k["SPLIT_K"][0]
     tiles = (256 // long_k["BLOCK_M"][0]) * (256 // long_k["BLOCK_N"][0])
