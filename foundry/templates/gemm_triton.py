@@ -1,10 +1,12 @@
 """The Triton template for a forward that is one matrix product of two inputs: one
-tiled Triton matmul reading both operands through their strides (a transposed or
-broadcast operand is never copied), tiles in grouped order (GROUP_M), accumulating in
-float32 (float32 tiles multiplied as dot_precision.F32_DOT says). With SPLIT_K > 1 the K range is
-cut into slices, one program per (tile, slice, batch) writing its float32 partial tile to
-a [SPLIT_K, batch, M, N] workspace, and a second kernel sums the slices in slice order
-(deterministic: no atomics) into the output."""
+tiled Triton matmul reading both operands through their strides (a broadcast operand is
+never copied; with K_CONTIGUOUS a float32 operand whose K dim is not its contiguous one
+is copied once so that it is), tiles in grouped order (GROUP_M), accumulating in float32
+(float32 tiles multiplied as dot_precision.F32_DOT says). With SPLIT_K > 1 the K range
+is cut into slices, one program per (tile, slice, batch) writing its float32 partial tile
+to a [SPLIT_K, batch, M, N] workspace, and a second kernel sums the slices in slice order
+(deterministic: no atomics) into the output. Unit strides are constexprs, so the
+compiler sees which dim of each tile is contiguous."""
 
 from __future__ import annotations
 
@@ -52,12 +54,15 @@ def gemm_tunable(gemm: Gemm) -> dict:
     tun.update(BLOCK_M=default_first(bm, tun["BLOCK_M"]), BLOCK_N=default_first(bn, tun["BLOCK_N"]),
                SPLIT_K=default_first(split, splits))
     tun.update(dot_precision_tunable(gemm.dtype))
+    if gemm.dtype == "float32":
+        tun["K_CONTIGUOUS"] = [1, 0]
     return tun
 
 
 KERNELS = '''@triton.jit
-def _gemm(a, b, c, M, N, K, K_SLICE, s_ab, s_am: tl.constexpr, s_ak: tl.constexpr, s_bb, s_bk: tl.constexpr,
-          s_bn: tl.constexpr, s_cs, s_cb, s_cm, s_cn: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+def _gemm(a, b, c, M, N, K, K_SLICE, s_ab, s_am: tl.constexpr, s_ak: tl.constexpr, s_bb,
+          s_bk: tl.constexpr, s_bn: tl.constexpr, s_cs, s_cb, s_cm, s_cn: tl.constexpr,
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
           F32_DOT: tl.constexpr):
     pid = tl.program_id(0)
     s = tl.program_id(1)
@@ -103,7 +108,15 @@ class _GEMM:
         self.params = params
 
     def __call__(self, a, b):
-@TRANSPOSES@        M, K = a.shape[-2], a.shape[-1]
+        p = self.params
+@TRANSPOSES@        if p.get("K_CONTIGUOUS", 0):
+            # an operand whose K dim is not its contiguous one is copied so that it is: the
+            # tensor-core product of float32 tiles on Hopper reads K-contiguous tiles only
+            if a.stride(-1) != 1:
+                a = a.contiguous()
+            if b.stride(-2) != 1:
+                b = b.transpose(-2, -1).contiguous().transpose(-2, -1)
+        M, K = a.shape[-2], a.shape[-1]
         N = b.shape[-1]
         batch = max(a.shape[0] if a.dim() == 3 else 1, b.shape[0] if b.dim() == 3 else 1)
         out_shape = (batch, M, N) if max(a.dim(), b.dim()) == 3 else (M, N)
@@ -112,7 +125,6 @@ class _GEMM:
             return out
         if K == 0:
             return out.zero_()
-        p = self.params
         BM, BN, BK = int(p["BLOCK_M"]), int(p["BLOCK_N"]), int(p["BLOCK_K"])
         slices = max(1, min(int(p["SPLIT_K"]), triton.cdiv(K, BK)))
         k_slice = triton.cdiv(triton.cdiv(K, slices), BK) * BK

@@ -15,12 +15,13 @@ from tests.templates.product_cases import CONV_BLOCKS, CONV_CASES, GEMM_BLOCKS, 
 pytestmark = pytest.mark.gpu
 
 
+@pytest.mark.parametrize("k_contiguous", [1, 0])
 @pytest.mark.parametrize("f32_dot", F32_DOT)
 @pytest.mark.parametrize("split_k", [1, 3])
 @pytest.mark.parametrize("name,forward,inputs", GEMM_CASES, ids=[c[0] for c in GEMM_CASES])
-def test_gemm_case_on_the_gpu(tmp_path, name, forward, inputs, split_k, f32_dot):
+def test_gemm_case_on_the_gpu(tmp_path, name, forward, inputs, split_k, f32_dot, k_contiguous):
     task = make_task(tmp_path, name, forward=forward, inputs=inputs, sig="A, B")
-    params = {**GEMM_BLOCKS, "SPLIT_K": split_k, "F32_DOT": f32_dot}
+    params = {**GEMM_BLOCKS, "SPLIT_K": split_k, "F32_DOT": f32_dot, "K_CONTIGUOUS": k_contiguous}
     ref, got = run_candidate(task, backend="triton", params=params, device="cuda")
     assert got.is_cuda
     assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)

@@ -1,8 +1,9 @@
 """The Triton matrix-product template through Triton's interpreter on the CPU, at small
 sizes: square, sizes that are no multiple of the blocks, transposed operands, batched
-and broadcast batches, with SPLIT_K 1 and > 1, against torch in float32; the split-K sum
-is deterministic; KernelBench's level-1 matmul problems at small sizes with the default
-parameters the template picks for them."""
+and broadcast batches, with SPLIT_K 1 and > 1, operands read in place or copied
+K-contiguous, against torch in float32; the split-K sum is deterministic; KernelBench's
+level-1 matmul problems at small sizes with the default parameters the template picks
+for them."""
 
 import os
 
@@ -26,12 +27,14 @@ KERNELBENCH = Path(__file__).resolve().parents[2].parent / "shared" / "kernelben
 TOL = {"atol": 1e-5, "rtol": 1e-5}
 
 
+@pytest.mark.parametrize("k_contiguous", [1, 0])
 @pytest.mark.parametrize("split_k", [1, 3])
 @pytest.mark.parametrize("name,forward,inputs", CASES, ids=[c[0] for c in CASES])
-def test_gemm_matches_torch(tmp_path, name, forward, inputs, split_k):
+def test_gemm_matches_torch(tmp_path, name, forward, inputs, split_k, k_contiguous):
     task = make_task(tmp_path, name, forward=forward, inputs=inputs, sig="A, B")
     assert coverage(task) is None
-    ref, got = run_candidate(task, backend="triton", params={**BLOCKS, "SPLIT_K": split_k})
+    params = {**BLOCKS, "SPLIT_K": split_k, "K_CONTIGUOUS": k_contiguous}
+    ref, got = run_candidate(task, backend="triton", params=params)
     assert_close(ref, got, **TOL)
 
 
