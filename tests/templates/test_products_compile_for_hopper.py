@@ -1,0 +1,98 @@
+"""The matrix-product and convolution templates built by Triton's real compiler for an
+sm_90 GPU (the H200) on a machine without one (support/triton_target.py, in a fresh
+process since this session runs Triton's interpreter): the product cases with each
+float32 product and bf16 operands, and KernelBench's level-1 problems they cover at their
+published sizes with the parameters the templates pick, each kernel within the H200's
+shared memory. Where a GPU is present, tests/gpu runs them for real."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from foundry.templates.dot_precision import F32_DOT
+from foundry.templates.engine import coverage, describe_task
+from tests.templates.helpers import make_task, published_problem
+from tests.templates.product_cases import CONV_BLOCKS, CONV_CASES, GEMM_BLOCKS, GEMM_CASES
+
+pytest.importorskip("triton")
+pytestmark = pytest.mark.skipif(torch.cuda.is_available(), reason="tests/gpu runs these kernels on the GPU")
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELBENCH = ROOT.parent / "shared" / "kernelbench"
+
+
+def build_for_hopper(builds: list[dict], timeout: float = 600) -> list[dict]:
+    """Each build ({"path", "profile", "params"}) compiled for sm_90 in one fresh process
+    without the interpreter; one result row per build (support.triton_target.main)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
+    proc = subprocess.run([sys.executable, "-m", "support.triton_target"], input=json.dumps(builds),
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=timeout)
+    if proc.returncode != 0:
+        if "has no driver.set_active" in proc.stderr or "triton is not importable" in proc.stderr:
+            pytest.skip(proc.stderr.strip().splitlines()[-1])
+        raise AssertionError(proc.stderr[-3000:])
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert len(rows) == len(builds), proc.stdout[-2000:]
+    return rows
+
+
+def failures(rows: list[dict]) -> list[str]:
+    return [f"{Path(r['path']).stem} {r['params']}: {r['error']}" for r in rows if r["error"]]
+
+
+def test_gemm_cases_compile_for_hopper(tmp_path):
+    builds = []
+    for name, forward, inputs in GEMM_CASES:
+        task = make_task(tmp_path, name, forward=forward, inputs=inputs, sig="A, B")
+        builds += [{"path": str(task.path), "params": {**GEMM_BLOCKS, "SPLIT_K": split_k, "F32_DOT": dot}}
+                   for split_k in (1, 3) for dot in F32_DOT]
+    rows = build_for_hopper(builds)
+    assert not failures(rows), failures(rows)
+    assert all("_gemm" in [name for name, _ in r["kernels"]] for r in rows)
+
+
+def test_conv_cases_compile_for_hopper(tmp_path):
+    builds = []
+    for name, module, x in CONV_CASES:
+        task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
+                         inputs=f"[{x}]", sig="x")
+        builds += [{"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": dot}} for dot in F32_DOT]
+    rows = build_for_hopper(builds)
+    assert not failures(rows), failures(rows)
+    assert all([name for name, _ in r["kernels"]] == ["_conv"] for r in rows)
+
+
+def test_bfloat16_products_and_an_oversized_tile(tmp_path):
+    gemm = make_task(tmp_path, "bf16_product", forward="return torch.matmul(A, B.T)", sig="A, B",
+                     inputs="[torch.randn(70, 300).to(torch.bfloat16), torch.randn(50, 300).to(torch.bfloat16)]")
+    conv = make_task(tmp_path, "bf16_conv", forward="return self.conv(x)", sig="x",
+                     init="self.conv = nn.Conv2d(4, 6, 3, padding=1).to(torch.bfloat16)",
+                     inputs="[torch.randn(2, 4, 12, 10).to(torch.bfloat16)]")
+    huge = make_task(tmp_path, "huge_tile", forward="return A @ B", sig="A, B",
+                     inputs="[torch.randn(512, 512), torch.randn(512, 512)]")
+    too_big = {"BLOCK_M": 256, "BLOCK_N": 256, "BLOCK_K": 64, "SPLIT_K": 1, "GROUP_M": 8, "num_warps": 8,
+               "num_stages": 4, "F32_DOT": "tf32x3"}
+    rows = build_for_hopper([{"path": str(gemm.path)}, {"path": str(conv.path)},
+                             {"path": str(huge.path), "params": too_big}])
+    assert not failures(rows[:2]), failures(rows[:2])
+    assert rows[2]["error"].startswith("OutOfResources"), rows[2]  # more shared memory than an H200 has
+
+
+def test_kernelbench_products_at_published_sizes_compile_for_hopper():
+    published_problem(KERNELBENCH / "level1" / "1_Square_matrix_multiplication_.py")  # skips without them
+    paths = []
+    for source in sorted((KERNELBENCH / "level1").glob("*.py")):
+        task = published_problem(source)
+        if coverage(task) is None and (describe_task(task).gemm is not None or describe_task(task).convs):
+            paths.append(str(source))
+    assert len(paths) >= 30, paths
+    rows = build_for_hopper([{"path": p, "profile": "full"} for p in paths])
+    assert not failures(rows), failures(rows)
