@@ -32,11 +32,11 @@ def conv_tunable(convs: tuple) -> dict:
     longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
     tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
                BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
-    tun.update(dot_precision_tunable(_dtype(convs)))
+    tun.update(dot_precision_tunable(chain_dtype(convs)))
     return tun
 
 
-def _dtype(convs: tuple) -> str:
+def chain_dtype(convs: tuple) -> str:
     """The chain's one operand dtype name ("mixed" where they differ)."""
     dtypes = {c.dtype for c in convs}
     return dtypes.pop() if len(dtypes) == 1 else "mixed"
@@ -169,7 +169,7 @@ def _init_line(index: int, conv: Conv) -> str:
 
 
 def emit_convs(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:
-    kernel = KERNEL.replace("@PRECISION@", dot_precision_arg(_dtype(desc.convs)))
+    kernel = KERNEL.replace("@PRECISION@", dot_precision_arg(chain_dtype(desc.convs)))
     note = ("Template candidate (triton backend): each convolution as one implicit-GEMM Triton kernel "
             "on the module's own weight and bias.")
     return assemble(desc=desc, task_source=task_source, backend="triton", header=header,

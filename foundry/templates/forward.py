@@ -8,14 +8,14 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from foundry.templates.fxutil import NotCovered, _meta, _shape
+from foundry.templates.fxutil import NotCovered, node_meta, node_shape
 from foundry.templates.ir import Prologue
 
 _FX_GLOBALS = {"torch", "inf", "nan", "NoneType", "device", "fx_pytree", "pytree", "operator",
                "builtins", "getattr"}
 
 
-def _rewrite(gm, groups, built, extra) -> str:
+def rewrite_forward(gm, groups, built, extra) -> str:
     graph = gm.graph
     replaced: dict = {}
     for region in built:
@@ -68,7 +68,7 @@ _LINEAR = (nn.Linear,)
 _CONV = (nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d)
 
 
-def _prologues(gm, modules):
+def find_prologues(gm, modules):
     for n in gm.graph.nodes:
         if n.op == "call_module" and not n.target.startswith("_k"):
             m = modules.get(n.target)
@@ -78,7 +78,7 @@ def _prologues(gm, modules):
             yield Prologue(kind="matmul", target=n.target.__name__)
 
 
-def _linear_epilogue(gm, modules, groups, built):
+def find_linear_epilogue(gm, modules, groups, built):
     none = (None, None, None)
     nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     if len(nodes) != 2 or nodes[0].op != "call_module" or not isinstance(modules.get(nodes[0].target), nn.Linear):
@@ -91,7 +91,7 @@ def _linear_epilogue(gm, modules, groups, built):
     if region.row is not None or k.args[region.anchor] is not nodes[0]:
         return none
     x = nodes[0].args[0]
-    if len(_shape(nodes[0])) != 2 or not isinstance(x, fx.Node) or x.op != "placeholder":
+    if len(node_shape(nodes[0])) != 2 or not isinstance(x, fx.Node) or x.op != "placeholder":
         return none
     exprs = []
     for i, a in enumerate(k.args):
@@ -144,4 +144,4 @@ def _check_leftovers(gm) -> None:
 
 
 def _is_tensor(n) -> bool:
-    return _meta(n) is not None
+    return node_meta(n) is not None

@@ -12,30 +12,33 @@ class NotCovered(ValueError):
     """No template applies to this forward; the message says why."""
 
 
-def _meta(node):
+def node_meta(node):
+    """The tensor metadata ShapeProp recorded on an fx node (None where it recorded none)."""
     tm = node.meta.get("tensor_meta")
     return tm if tm is not None and hasattr(tm, "shape") else None
 
 
 def tensor_dtypes(gm) -> set:
     """The dtypes of the tensors a traced graph's nodes produce (where shapes were recorded)."""
-    return {m.dtype for n in gm.graph.nodes if (m := _meta(n)) is not None}
+    return {m.dtype for n in gm.graph.nodes if (m := node_meta(n)) is not None}
 
 
-def _shape(node):
-    tm = _meta(node)
+def node_shape(node):
+    """The shape of the tensor an fx node produces, or None."""
+    tm = node_meta(node)
     return tuple(tm.shape) if tm is not None else None
 
 
-def _dtype(node):
-    tm = _meta(node)
+def node_dtype(node):
+    """The dtype name ("float32", ...) of the tensor an fx node produces, or None."""
+    tm = node_meta(node)
     return _DTYPES.get(tm.dtype) if tm is not None else None
 
 
 def shape_of(value) -> tuple | None:
     """The shape recorded for an fx node; None for a node without one or any other value
     (a number, None)."""
-    return _shape(value) if hasattr(value, "meta") else None
+    return node_shape(value) if hasattr(value, "meta") else None
 
 
 def dtype_name(dtype: torch.dtype) -> str | None:
@@ -46,4 +49,4 @@ def dtype_name(dtype: torch.dtype) -> str | None:
 
 def dtype_of(value) -> str | None:
     """The dtype name recorded for an fx node (float32, int64, ...); None as shape_of."""
-    return _dtype(value) if hasattr(value, "meta") else None
+    return node_dtype(value) if hasattr(value, "meta") else None

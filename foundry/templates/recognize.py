@@ -19,8 +19,8 @@ from torch.fx.passes.shape_prop import ShapeProp
 
 from foundry.templates.ir import FLOAT, FLOATS, Description, Instr, Operand, Phase, Ref, Region, RowOp
 from foundry.templates.decompose import decompose
-from foundry.templates.forward import _linear_epilogue, _prologues, _rewrite
-from foundry.templates.fxutil import NotCovered, _dtype, _shape, tensor_dtypes
+from foundry.templates.forward import find_linear_epilogue, find_prologues, rewrite_forward
+from foundry.templates.fxutil import NotCovered, node_dtype, node_shape, tensor_dtypes
 from foundry.templates.ops import pointwise_of, rowop_of
 from foundry.templates.recognize_conv import describe_convs
 from foundry.templates.recognize_gemm import describe_gemm
@@ -90,17 +90,17 @@ class _Growing:
 
 def _analyse(node, modules):
     """('pw', PointwiseCall) | ('row', RowCall) | None, for float tensor nodes."""
-    if _dtype(node) not in (*FLOATS, "int64") or _shape(node) is None:
+    if node_dtype(node) not in (*FLOATS, "int64") or node_shape(node) is None:
         if node.op == "call_function" and node.target.__name__ == "getitem":
             return None
         return None
     pw = pointwise_of(node, modules)
-    if pw is not None and _dtype(node) in FLOATS:
+    if pw is not None and node_dtype(node) in FLOATS:
         return ("pw", pw)
     src = node.args[0] if node.args else None
-    rank = len(_shape(src)) if isinstance(src, fx.Node) and _shape(src) is not None else None
+    rank = len(node_shape(src)) if isinstance(src, fx.Node) and node_shape(src) is not None else None
     row = rowop_of(node, modules, rank)
-    if row is not None and _dtype(row.x) in FLOATS:
+    if row is not None and node_dtype(row.x) in FLOATS:
         return ("row", row)
     return None
 
@@ -127,9 +127,9 @@ def _reverse_scans(gm, modules, out, skip):
         if not isinstance(a, fx.Node) or len(a.users) != 1 or _flip_dims(a) is None:
             continue
         x = a.args[0]
-        if not isinstance(x, fx.Node) or _shape(x) is None or _dtype(x) not in FLOATS:
+        if not isinstance(x, fx.Node) or node_shape(x) is None or node_dtype(x) not in FLOATS:
             continue
-        rank = len(_shape(x))
+        rank = len(node_shape(x))
         row = rowop_of(b, modules, rank)
         da = _flip_dims(a)
         if row is None or row.family != "scan" or len(da) != 1:
@@ -151,9 +151,9 @@ def _tuple_rows(gm, modules, skip=None):
             src = node.args[0]
             if isinstance(src, fx.Node) and isinstance(node.args[1], int) and node.args[1] in (0, 1):
                 x = src.args[0] if src.args else None
-                if not isinstance(x, fx.Node) or _shape(x) is None or _dtype(x) not in FLOATS:
+                if not isinstance(x, fx.Node) or node_shape(x) is None or node_dtype(x) not in FLOATS:
                     continue
-                row = rowop_of(src, modules, len(_shape(x)))
+                row = rowop_of(src, modules, len(node_shape(x)))
                 if row is not None and row.kind in ("max", "min"):
                     kind = row.kind if node.args[1] == 0 else "arg" + row.kind
                     out[node] = ("row", type(row)(row.family, kind, row.x, row.dims, row.keepdim))
@@ -197,7 +197,7 @@ def _grow(gm, modules, extra, barriers):
         if info and info[0] == "row":
             row = info[1]
             dims = row.dims
-            in_shape = _shape(row.x)
+            in_shape = node_shape(row.x)
             contiguous = list(dims) == list(range(dims[0], dims[-1] + 1)) if dims else False
             if not contiguous or in_shape is None:
                 info = None
@@ -206,14 +206,14 @@ def _grow(gm, modules, extra, barriers):
                 info = ("pw", type("P", (), {"op": "identity", "args": (row.x,), "attrs": ()})())
         if info and info[0] == "pw":
             pw = info[1]
-            if any(isinstance(a, fx.Node) and _shape(a) is None for a in pw.args):
+            if any(isinstance(a, fx.Node) and node_shape(a) is None for a in pw.args):
                 info = None
             elif any(not isinstance(a, (fx.Node, int, float)) or isinstance(a, bool)
                      for a in pw.args if a is not None):
                 info = None
         if info:
             kind, call = info
-            shape = _shape(node)
+            shape = node_shape(node)
             targs = tensor_args(call.args) if kind == "pw" else [call.x]
             for X in {id(region_of[a]): region_of[a] for a in targs if a in region_of}.values():
                 if X.closed or (kind == "row" and X.last not in targs):
@@ -229,7 +229,7 @@ def _grow(gm, modules, extra, barriers):
                 else:
                     if X.phase_shape != shape:
                         continue
-                    ext = [_shape(a) for a in others] + [_ext_shapes(X, region_of, phase_of, extra)]
+                    ext = [node_shape(a) for a in others] + [_ext_shapes(X, region_of, phase_of, extra)]
                     if choose_split(shape, [s for s in _flat(ext)]) is None:
                         continue
                 joined = X
@@ -242,18 +242,18 @@ def _grow(gm, modules, extra, barriers):
                 # a computation on parameters only (e.g. rsqrt(var + eps)): evaluate it
                 # inside the open region that will consume it, broadcast per element
                 X = regions[-1]
-                shapes = [_shape(a) for a in targs] + [shape] + _ext_shapes(X, region_of, phase_of, extra)
+                shapes = [node_shape(a) for a in targs] + [shape] + _ext_shapes(X, region_of, phase_of, extra)
                 if shape != X.phase_shape and choose_split(X.phase_shape, shapes) is not None:
                     joined, lazy = X, True
             if joined is None:
                 if kind == "pw":
-                    if not any(_shape(a) == shape for a in targs) or choose_split(shape, [_shape(a) for a in targs]) is None:
+                    if not any(node_shape(a) == shape for a in targs) or choose_split(shape, [node_shape(a) for a in targs]) is None:
                         joined = None
                     else:
                         joined = _Growing(phase_shape=shape, pre_shape=shape)
                         regions.append(joined)
                 else:
-                    joined = _Growing(phase_shape=_shape(call.x), pre_shape=_shape(call.x))
+                    joined = _Growing(phase_shape=node_shape(call.x), pre_shape=node_shape(call.x))
                     regions.append(joined)
             if joined is not None:
                 if kind == "row":
@@ -293,7 +293,7 @@ def _ext_shapes(X, region_of, phase_of, extra):
             continue
         for a in extra[n][1].args:
             if isinstance(a, fx.Node) and region_of.get(a) is not X:
-                out.append(_shape(a))
+                out.append(node_shape(a))
     return out
 
 
@@ -323,13 +323,13 @@ def _phase(nodes, shape, region_nodes, extra, row_node=None, anchor_node=None, r
         call = extra[n][1]
         instrs.append(Instr(call.op, tuple(ref(a) for a in call.args if a is not None), tuple(call.attrs)))
         pos[n] = len(instrs) - 1
-    split = choose_split(shape, [_shape(o) for o in operands])
+    split = choose_split(shape, [node_shape(o) for o in operands])
     if split is None:
         raise NotCovered("operands do not broadcast in a supported pattern")
     ops = []
     for o in operands:
-        lay = layout_of(_shape(o), shape, split)
-        ops.append(Operand(name=o.name, dtype=_dtype(o) or "float32", row_from=lay.row_from, col=lay.col))
+        lay = layout_of(node_shape(o), shape, split)
+        ops.append(Operand(name=o.name, dtype=node_dtype(o) or "float32", row_from=lay.row_from, col=lay.col))
     if result_node is not None and result_node in pos:
         result = Ref("val", pos[result_node])
     elif result_node is not None and result_node is row_node:
@@ -381,9 +381,9 @@ def describe(model: nn.Module, inputs) -> Description:
     built = []
     for k, (_, g) in enumerate(regions):
         built.append(_build_region(f"_k{k}", g, extra, modules))
-    src = _rewrite(gm, [g for _, g in regions], built, extra)
-    prologues = tuple(_prologues(gm, modules))
-    lin, lin_region, lin_fwd = _linear_epilogue(gm, modules, [g for _, g in regions], built)
+    src = rewrite_forward(gm, [g for _, g in regions], built, extra)
+    prologues = tuple(find_prologues(gm, modules))
+    lin, lin_region, lin_fwd = find_linear_epilogue(gm, modules, [g for _, g in regions], built)
     return Description(regions=tuple(built), forward_src=src, prologues=prologues,
                        linear_epilogue=lin, linear_region=lin_region, linear_forward=lin_fwd)
 
@@ -399,11 +399,11 @@ def _build_region(name, g, extra, modules) -> Region:
             anchor_node = None
         else:
             anchor_node = x
-        pre, pre_ops = _phase(pre_nodes, _shape(x), g.nodes, extra, anchor_node=anchor_node,
+        pre, pre_ops = _phase(pre_nodes, node_shape(x), g.nodes, extra, anchor_node=anchor_node,
                               result_node=x if x in pre_nodes else None)
-        if anchor_node is None and not any(_shape(o) == _shape(x) for o in pre_ops):
+        if anchor_node is None and not any(node_shape(o) == node_shape(x) for o in pre_ops):
             raise NotCovered("a fused region has no full-shape input")
-        anchor = next(i for i, o in enumerate(pre_ops) if _shape(o) == _shape(x))
+        anchor = next(i for i, o in enumerate(pre_ops) if node_shape(o) == node_shape(x))
         row = RowOp(family=call.family, kind=call.kind, dim_start=call.dims[0],
                     dim_end=call.dims[-1] + 1, keepdim=call.keepdim, reverse=call.reverse,
                     eps=float(call.eps), groups=int(call.groups), weight=_attr_var(call.weight),
@@ -411,17 +411,17 @@ def _build_region(name, g, extra, modules) -> Region:
                     index=call.index.name if call.index is not None else None, ignore_index=call.ignore_index,
                     reduction=call.reduction,
                     out_dtype="int64" if call.kind in ("argmax", "argmin") else FLOAT)
-        out_shape = _shape(g.row_node)
+        out_shape = node_shape(g.row_node)
         post = None
         if post_nodes:
             if row.out_dtype != FLOAT:
                 raise NotCovered("pointwise ops after argmax/argmin")
             post, _ = _phase(post_nodes, out_shape, g.nodes, extra, row_node=g.row_node, result_node=g.last)
-        return Region(name=name, pre=pre, row=row, post=post, anchor=anchor, out_rank=len(_shape(g.last)),
+        return Region(name=name, pre=pre, row=row, post=post, anchor=anchor, out_rank=len(node_shape(g.last)),
                       out_dtype=row.out_dtype if row.out_dtype != FLOAT else _float_dtype(g.last))
     shape = g.pre_shape
     pre, pre_ops = _phase(pre_nodes, shape, g.nodes, extra, result_node=g.last)
-    anchors = [i for i, o in enumerate(pre_ops) if _shape(o) == shape]
+    anchors = [i for i, o in enumerate(pre_ops) if node_shape(o) == shape]
     if not anchors:
         raise NotCovered("a fused region has no full-shape input")
     return Region(name=name, pre=pre, row=None, post=None, anchor=anchors[0], out_rank=len(shape),
@@ -430,7 +430,7 @@ def _build_region(name, g, extra, modules) -> Region:
 
 def _float_dtype(node) -> str:
     """The float dtype a region stores its result in: its last node's (computed in FLOAT)."""
-    dtype = _dtype(node)
+    dtype = node_dtype(node)
     return dtype if dtype in FLOATS else FLOAT
 
 
