@@ -5,8 +5,12 @@ BLOCK_M output positions (batch and output spatial positions flattened) by BLOCK
 channels of one group (the grid's third axis); the sum runs over the group's input
 channels times the kernel positions in BLOCK_K steps, gathering the input elements each
 output position reads (zero where the padding or, transposed, a stride gap puts them
-outside the input), accumulating in float32 (float32 tiles multiplied as dot_precision.F32_DOT says), the
-bias added once at the store. Offsets that can pass 2^31 elements are int64."""
+outside the input), accumulating in float32 (float32 tiles multiplied as
+dot_precision.F32_DOT says), the bias added once at the store. A convolution with one
+input channel per group (depthwise) runs a direct kernel instead: DW_BLOCK output
+positions of one (sample, channel) plane per program, a multiply-add per kernel tap (as
+an implicit GEMM its tiles would hold one useful column). Offsets that can pass 2^31
+elements are int64."""
 
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ def conv_tunable(convs: tuple) -> dict:
     tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
                BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
     tun.update(dot_precision_tunable(chain_dtype(convs)))
+    if any(c.in_channels == c.groups for c in convs):
+        tun["DW_BLOCK"] = [512, 1024, 256]
     return tun
 
 
@@ -105,6 +111,53 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
     sp = rm - n * ODHW
     po = out + (n * C_OUT * ODHW + sp)[:, None] + co.to(tl.int64)[None, :] * ODHW
     tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
+
+
+@triton.jit
+def _conv_depthwise(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
+                    KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
+                    SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
+                    PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+                    TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, BLOCK: tl.constexpr):
+    # one input channel per group: each output channel co reads input channel co // MULT
+    # through its own KD x KH x KW taps, so a program computes BLOCK output positions of
+    # one (sample, channel) plane directly, a multiply-add per tap
+    nc = tl.program_id(1).to(tl.int64)
+    co = nc % C_OUT
+    ci = co // MULT
+    n = nc // C_OUT
+    ODHW = OD * OH * OW
+    sp = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    s_in = sp < ODHW
+    ow = sp % OW
+    t = sp // OW
+    oh = t % OH
+    od = t // OH
+    x_plane = x + (n * C_IN + ci) * (D * H * W)
+    w_taps = w + co * (KD * KH * KW)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for kd in tl.static_range(KD):
+        for kh in tl.static_range(KH):
+            for kw in tl.static_range(KW):
+                if TRANSPOSED:
+                    td = od + PD - kd * DD
+                    th = oh + PH - kh * DH
+                    tw = ow + PW - kw * DW
+                    xd = td // SD
+                    xh = th // SH
+                    xw = tw // SW
+                    inside = (td >= 0) & (th >= 0) & (tw >= 0) & (td % SD == 0) & (th % SH == 0) & (tw % SW == 0)
+                    inside = inside & (xd < D) & (xh < H) & (xw < W)
+                else:
+                    xd = od * SD - PD + kd * DD
+                    xh = oh * SH - PH + kh * DH
+                    xw = ow * SW - PW + kw * DW
+                    inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
+                v = tl.load(x_plane + (xd * H + xh) * W + xw, mask=inside & s_in, other=0.0)
+                acc += v.to(tl.float32) * tl.load(w_taps + (kd * KH + kh) * KW + kw).to(tl.float32)
+    if HAS_BIAS:
+        acc += tl.load(bias + co).to(tl.float32)
+    tl.store(out + nc * ODHW + sp, acc.to(out.dtype.element_ty), mask=s_in)
 '''
 
 LAUNCHER = '''def _narrowed(block, size):
@@ -146,8 +199,15 @@ class _CONV:
         if out.numel() == 0:
             return out
         cin_g, cout_g = C_in // self.groups, C_out // self.groups
-        M = N * _prod(out_size)
         p = self.params
+        if cin_g == 1:
+            grid = (triton.cdiv(_prod(out_size), int(p["DW_BLOCK"])), N * C_out)
+            _conv_depthwise[grid](x, weight, weight if bias is None else bias, out, C_in, *size, C_out, *out_size,
+                                  cout_g, *kernel, *self.stride, *self.padding, *self.dilation,
+                                  TRANSPOSED=self.transposed, HAS_BIAS=bias is not None,
+                                  BLOCK=int(p["DW_BLOCK"]), num_warps=4)
+            return out
+        M = N * _prod(out_size)
         BM = int(p["BLOCK_M"])
         BN = _narrowed(p["BLOCK_N"], cout_g)
         BK = _narrowed(p["BLOCK_K"], cin_g * _prod(kernel))
@@ -171,7 +231,7 @@ def _init_line(index: int, conv: Conv) -> str:
 def emit_convs(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:
     kernel = KERNEL.replace("@PRECISION@", dot_precision_arg(chain_dtype(desc.convs)))
     note = ("Template candidate (triton backend): each convolution as one implicit-GEMM Triton kernel "
-            "on the module's own weight and bias.")
+            "(a depthwise one as a direct kernel) on the module's own weight and bias.")
     return assemble(desc=desc, task_source=task_source, backend="triton", header=header,
                     kernel_defs=kernel, launchers=[LAUNCHER.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG)],
                     init_lines=[_init_line(i, c) for i, c in enumerate(desc.convs)],

@@ -27,6 +27,7 @@ CONV_CASES = [
     ("conv2d_groups", "nn.Conv2d(4, 6, (2, 3), padding=(1, 1), groups=2, bias=False)", "torch.randn(2, 4, 6, 7)"),
     ("conv2d_depthwise", "nn.Conv2d(4, 4, 3, stride=2, padding=1, groups=4)", "torch.randn(2, 4, 9, 9)"),
     ("conv2d_depthwise_multiplier", "nn.Conv2d(3, 6, (3, 1), groups=3, bias=False)", "torch.randn(1, 3, 8, 5)"),
+    ("conv2d_one_input_channel", "nn.Conv2d(1, 5, 3, padding=1)", "torch.randn(2, 1, 7, 6)"),
     ("conv2d_same", "nn.Conv2d(3, 4, (3, 5), padding='same')", "torch.randn(1, 3, 6, 7)"),
     ("conv3d", "nn.Conv3d(3, 4, (2, 3, 2), stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 1))",
      "torch.randn(2, 3, 5, 7, 4)"),
@@ -38,6 +39,8 @@ CONV_CASES = [
      "dilation=(1, 2), groups=2)", "torch.randn(2, 4, 5, 4)"),
     ("transposed2d_depthwise", "nn.ConvTranspose2d(3, 3, 3, stride=2, groups=3, bias=False)",
      "torch.randn(1, 3, 4, 5)"),
+    ("transposed2d_one_input_channel", "nn.ConvTranspose2d(1, 3, 3, stride=2, padding=1, dilation=2)",
+     "torch.randn(1, 1, 4, 5)"),
     ("transposed3d", "nn.ConvTranspose3d(4, 2, (3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), "
      "output_padding=(1, 0, 1), groups=2)", "torch.randn(1, 4, 3, 4, 3)"),
 ]

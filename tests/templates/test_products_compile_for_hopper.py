@@ -67,7 +67,11 @@ def test_conv_cases_compile_for_hopper(tmp_path):
         builds += [{"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": dot}} for dot in F32_DOT]
     rows = build_for_hopper(builds)
     assert not failures(rows), failures(rows)
-    assert all([name for name, _ in r["kernels"]] == ["_conv"] for r in rows)
+    modules = {str(tmp_path / f"{name}.py"): eval(module, {"nn": torch.nn}) for name, module, _ in CONV_CASES}
+    depthwise = {path for path, m in modules.items() if m.in_channels == m.groups}
+    assert len(depthwise) == 5
+    for r in rows:  # one input channel per group: the direct kernel, else the implicit GEMM
+        assert [name for name, _ in r["kernels"]] == (["_conv_depthwise"] if r["path"] in depthwise else ["_conv"]), r
 
 
 def test_bfloat16_products_and_an_oversized_tile(tmp_path):
