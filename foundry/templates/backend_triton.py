@@ -2,7 +2,8 @@
 matmul/convolution, each region is Triton, or, for a forward that is one matrix product
 of two inputs, that product as a split-K Triton matmul, and for a forward that is only a
 chain of convolution modules, each one as an implicit-GEMM Triton convolution; template
-"matmul": a Triton matmul whose epilogue is the region after an nn.Linear)."""
+"matmul": a Triton matmul whose epilogue is the region after an nn.Linear; template
+"linear": "fused" with every float32 nn.Linear a Triton matmul too)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from foundry.templates.conv_triton import conv_tunable, emit_convs
 from foundry.templates.emit_triton import TUNABLE_TRITON, emit_region_triton
 from foundry.templates.gemm_triton import emit_gemm, gemm_tunable
 from foundry.templates.ir import Description
+from foundry.templates.linear_triton import KERNEL as LINEAR_KERNEL
+from foundry.templates.linear_triton import LAUNCHER as LINEAR_LAUNCHER
+from foundry.templates.linear_triton import TUNABLE_LINEAR, linear_targets, swap_linears
 from foundry.templates.matmul_triton import TUNABLE_MATMUL, emit_matmul
 
 HEADER = '''import torch
@@ -19,12 +23,14 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl'''
 
-VARIANTS = ("fused", "matmul")
+VARIANTS = ("fused", "matmul", "linear")
 
 
 def tunable_for(desc: Description, variant: str = "fused") -> dict:
     if variant == "matmul":
         return {k: list(v) for k, v in TUNABLE_MATMUL.items()}
+    if variant == "linear":
+        return {**tunable_for(desc), **{k: list(v) for k, v in TUNABLE_LINEAR.items()}}
     if desc.gemm is not None:
         return gemm_tunable(desc.gemm)
     if desc.convs:
@@ -40,8 +46,14 @@ def tunable_for(desc: Description, variant: str = "fused") -> dict:
 
 def variants_for(desc: Description) -> tuple:
     """The templates for `desc`: the matmul-with-epilogue one only for a float32 Linear (it
-    reads its operands and writes its output as float32)."""
-    return VARIANTS if desc.linear_epilogue is not None and not desc.half_dtypes else ("fused",)
+    reads its operands and writes its output as float32), the Linear-kernels one where a
+    float32 forward keeps nn.Linear modules next to its regions."""
+    names = ["fused"]
+    if desc.linear_epilogue is not None and not desc.half_dtypes:
+        names.append("matmul")
+    if desc.gemm is None and not desc.convs and linear_targets(desc):
+        names.append("linear")
+    return tuple(names)
 
 
 def emit_triton_candidate(*, desc: Description, task_source: str, params: dict | None = None,
@@ -66,6 +78,12 @@ def emit_triton_candidate(*, desc: Description, task_source: str, params: dict |
     init = [f"self.{r.name} = _{r.name.lstrip('_').upper()}(None, params)" for r in desc.regions]
     note = (f"Template candidate (triton backend): fused regions [{', '.join(desc.families)}] run as "
             "Triton kernels; torch keeps the rest.")
+    if variant == "linear":
+        desc, linear_init = swap_linears(desc)
+        sources.append(LINEAR_KERNEL)
+        launchers.append(LINEAR_LAUNCHER)
+        init += linear_init
+        note = note.replace("; torch keeps the rest.", ", each nn.Linear as a Triton matmul; torch keeps the rest.")
     return assemble(desc=desc, task_source=task_source, backend="triton", header=HEADER,
                     kernel_defs="\n\n".join(sources), launchers=launchers, init_lines=init,
                     tunable=tun, params=defaults, note=note)

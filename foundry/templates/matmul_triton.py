@@ -25,6 +25,17 @@ GROUPED_TILES = """    num_m = tl.cdiv(M, BLOCK_M)
 """
 # defaults: the fastest on the H200 of a fixed grid of configurations over KernelBench's
 # Linear + pointwise problems (benchmarks/product_configs_gpu.py)
+# Triton source: `acc`, the float32 tile x[rm, :] @ wt[rn, :]^T (+ bias[rn] if HAS_BIAS) of
+# an nn.Linear (x: M x K, its weight wt: N x K, both read K-contiguous)
+LINEAR_TILE = f"""    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + rk
+        a = tl.load(x + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(wt + rn[None, :] * K + kk[:, None], mask=(rn[None, :] < N) & (kk[:, None] < K), other=0.0)
+        acc += tl.dot(a, b{dot_precision_arg("float32")})
+    if HAS_BIAS:
+        acc += tl.load(bias + rn, mask=rn < N, other=0.0)[None, :]
+"""
 TUNABLE_MATMUL = {"BLOCK_M": [128, 64, 32], "BLOCK_N": [128, 64, 32], "BLOCK_K": [32, 64, 16],
                   "GROUP_M": [8, 1], "num_warps": [8, 4, 2], "num_stages": [3, 4, 2],
                   **dot_precision_tunable("float32")}
@@ -47,15 +58,7 @@ def _mm_epilogue(x, wt, bias, out{ptrs}, M, N, K{ints}, HAS_BIAS: tl.constexpr,
                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
                  F32_DOT: tl.constexpr):
     pid = tl.program_id(0)
-{GROUPED_TILES}    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for k0 in range(0, K, BLOCK_K):
-        kk = k0 + rk
-        a = tl.load(x + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
-        b = tl.load(wt + rn[None, :] * K + kk[:, None], mask=(rn[None, :] < N) & (kk[:, None] < K), other=0.0)
-        acc += tl.dot(a, b{dot_precision_arg("float32")})
-    if HAS_BIAS:
-        acc += tl.load(bias + rn, mask=rn < N, other=0.0)[None, :]
-    msk = (rm[:, None] < M) & (rn[None, :] < N)
+{GROUPED_TILES}{LINEAR_TILE}    msk = (rm[:, None] < M) & (rn[None, :] < N)
     r = rm[:, None]
     j = rn[None, :]
     f = r * N + j

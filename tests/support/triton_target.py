@@ -97,8 +97,8 @@ def compile_only(capability: int = 90):
         driver.set_active(previous)
 
 
-def build_for_hopper(task, params: dict | None = None) -> Compiled:
-    """Run `task`'s Triton template candidate (with `params`) on meta tensors, every kernel
+def build_for_hopper(task, params: dict | None = None, variant: str = "fused") -> Compiled:
+    """Run `task`'s Triton template candidate `variant` (with `params`) on meta tensors, every kernel
     compiled for sm_90; checks the output's shape and dtype against the reference's on
     meta tensors and returns the kernels built. Needs a process where Triton's
     interpreter was never switched on (see main)."""
@@ -106,7 +106,7 @@ def build_for_hopper(task, params: dict | None = None) -> Compiled:
 
     from foundry.templates.engine import emit, reference_and_inputs
     from foundry.tuning.inprocess import load_candidate
-    mod = load_candidate(emit(task, backend="triton", params=params), params or {})
+    mod = load_candidate(emit(task, backend="triton", params=params, variant=variant), params or {})
     model, init, inputs = reference_and_inputs(task, device="meta")
     with torch.device("meta"):
         new = mod.ModelNew(*init)
@@ -121,7 +121,7 @@ def build_for_hopper(task, params: dict | None = None) -> Compiled:
 
 def main() -> int:
     """`python -m support.triton_target` (with tests/ on sys.path): a JSON list of builds
-    on stdin, each {"path", "profile", "params"}; one JSON line per build on stdout:
+    on stdin, each {"path", "profile", "params", "variant"}; one JSON line per build on stdout:
     {"path", "params", "kernels": [[name, shared bytes], ...], "error": "" or the exception}."""
     import json
     import os
@@ -135,7 +135,7 @@ def main() -> int:
         row = {"path": build["path"], "params": build.get("params"), "kernels": [], "error": ""}
         try:
             task = load_task(build["path"], profile=build.get("profile", "small"))
-            row["kernels"] = build_for_hopper(task, build.get("params")).kernels
+            row["kernels"] = build_for_hopper(task, build.get("params"), build.get("variant", "fused")).kernels
         except Exception as e:  # noqa: BLE001 - reported per build
             row["error"] = f"{type(e).__name__}: {str(e)[:400]}"
         print(json.dumps(row), flush=True)

@@ -29,7 +29,7 @@ KERNELBENCH = ROOT.parent / "shared" / "kernelbench"
 
 
 def build_for_hopper(builds: list[dict], timeout: float = 600) -> list[dict]:
-    """Each build ({"path", "profile", "params"}) compiled for sm_90 in one fresh process
+    """Each build ({"path", "profile", "params", "variant"}) compiled for sm_90 in one fresh process
     without the interpreter; one result row per build (support.triton_target.main)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), env.get("PYTHONPATH", "")])
@@ -100,3 +100,15 @@ def test_kernelbench_products_at_published_sizes_compile_for_hopper():
     assert len(paths) >= 30, paths
     rows = build_for_hopper([{"path": p, "profile": "full"} for p in paths])
     assert not failures(rows), failures(rows)
+
+
+def test_linear_templates_compile_for_hopper(tmp_path):
+    task = make_task(tmp_path, "linear_softmax", forward="return torch.softmax(self.l(x), dim=1)", sig="x",
+                     init="self.l = nn.Linear(300, 200)", inputs="[torch.randn(70, 300)]")
+    epilogue = make_task(tmp_path, "linear_gelu", forward="return F.gelu(self.l(x)) * 0.5", sig="x",
+                         init="self.l = nn.Linear(300, 200)", inputs="[torch.randn(70, 300)]")
+    rows = build_for_hopper([{"path": str(task.path), "variant": "linear", "params": {"F32_DOT": dot}}
+                             for dot in F32_DOT] + [{"path": str(epilogue.path), "variant": "matmul"}])
+    assert not failures(rows), failures(rows)
+    assert ["_linear" in [name for name, _ in r["kernels"]] for r in rows] == [True, True, False]
+    assert "_mm_epilogue" in [name for name, _ in rows[2]["kernels"]]

@@ -13,6 +13,7 @@ from tests.templates.cases import CASES  # noqa: E402
 from tests.templates.helpers import TASKS, assert_close, make_task, run_candidate  # noqa: E402
 
 from foundry.tasks import load_task  # noqa: E402
+from foundry.tasks.suite import load_suite  # noqa: E402
 from foundry.templates.engine import variants  # noqa: E402
 
 TRITON_CASES = CASES  # the interpreter is fast enough for every case at these shapes
@@ -39,4 +40,37 @@ def test_matmul_epilogue_template(tmp_path):
 def test_task_files_match_reference_in_triton(path):
     task = load_task(path, profile="small")
     ref, got = run_candidate(task, backend="triton", params={"BLOCK": 1024, "SPLIT": 4})
+    assert_close(ref, got)
+
+
+@pytest.mark.parametrize("name,forward,init,inputs", [
+    ("softmax_after", "return torch.softmax(self.l(x), dim=1)", "self.l = nn.Linear(33, 20)", "[torch.randn(5, 33)]"),
+    ("batched_input_no_bias", "return torch.tanh(self.l(x)).sum(dim=-1)", "self.l = nn.Linear(19, 7, bias=False)",
+     "[torch.randn(3, 4, 19)]"),
+    ("two_linears", "return self.b(torch.relu(self.a(x))) * 2.0",
+     "self.a = nn.Linear(17, 24)\nself.b = nn.Linear(24, 9)", "[torch.randn(6, 17)]"),
+    ("one_linear_twice", "return torch.sigmoid(self.l(torch.relu(self.l(x))))", "self.l = nn.Linear(12, 12)",
+     "[torch.randn(4, 12)]"),
+])
+@pytest.mark.parametrize("f32_dot", ["tf32x3", "ieee"])
+def test_linear_kernels_template(tmp_path, name, forward, init, inputs, f32_dot):
+    task = make_task(tmp_path, name, forward=forward, sig="x", init=init, inputs=inputs)
+    assert "linear" in variants(task, "triton")
+    ref, got = run_candidate(task, backend="triton", variant="linear",
+                             params={"BLOCK": 16, "LIN_BLOCK_M": 16, "LIN_BLOCK_N": 16, "LIN_BLOCK_K": 16,
+                                     "F32_DOT": f32_dot})
+    assert_close(ref, got)
+
+
+# the suite's Linear tasks whose Linear no other Triton template runs (a row reduction,
+# norm, softmax or scan follows it)
+SUITE_GEMMS = [t for t in load_suite(level=[2], profile="small") if "_Gemm_" in t.task_id
+               and "matmul" not in variants(t, "triton")]
+
+
+@pytest.mark.parametrize("task", SUITE_GEMMS, ids=lambda t: t.task_id)
+def test_suite_gemm_tasks_with_linear_kernels(task):
+    assert "linear" in variants(task, "triton")
+    ref, got = run_candidate(task, backend="triton", variant="linear",
+                             params={"LIN_BLOCK_M": 64, "LIN_BLOCK_N": 64, "LIN_BLOCK_K": 64})
     assert_close(ref, got)
