@@ -1,9 +1,12 @@
 """Recognise a forward that is exactly one matrix product of two of its inputs
 (torch.matmul / torch.mm / torch.bmm / `@`), either operand possibly transposed in the
-last two dims (`.T`, `.t()`, `.mT`, `.transpose`, `.permute`), into a `Gemm`."""
+last two dims (`.T`, `.t()`, `.mT`, `.transpose`, `.permute`), into a `Gemm`. A first
+operand of more than three dims times a matrix (matmul, or an einsum such as
+"bijl,lk->bijk") is one product over its flattened leading dims."""
 
 from __future__ import annotations
 
+import math
 import operator
 
 import torch
@@ -18,8 +21,26 @@ _PRODUCT_METHODS = {"matmul", "mm", "bmm"}
 
 def _is_product(node: fx.Node) -> bool:
     if node.op == "call_function":
-        return node.target in _PRODUCT_FUNCTIONS
+        return node.target in _PRODUCT_FUNCTIONS or node.target is torch.einsum
     return node.op == "call_method" and node.target in _PRODUCT_METHODS
+
+
+def _einsum_operands(node: fx.Node) -> tuple:
+    """The two operands of an einsum that is a tensor times a matrix over the tensor's
+    last dim ("bijl,lk->bijk": distinct letters, the output the tensor's leading letters
+    then the matrix's last); raises NotCovered for any other einsum."""
+    equation, *operands = node.args
+    if node.kwargs or not isinstance(equation, str) or len(operands) != 2:
+        raise NotCovered("the matrix-product template takes an einsum of two tensors with an equation")
+    terms = equation.replace(" ", "").split("->")
+    inputs = terms[0].split(",") if len(terms) == 2 else []
+    if len(inputs) != 2 or "." in equation:
+        raise NotCovered(f"the einsum {equation!r} is not a tensor times a matrix")
+    (a, b), out = inputs, terms[1]
+    lead, k = a[:-1], a[-1:]
+    if not (len(b) == 2 and b[0] == k and out == lead + b[1] and len(set(a + b[1])) == len(a) + 1):
+        raise NotCovered(f"the einsum {equation!r} is not a tensor times a matrix over the tensor's last dim")
+    return tuple(operands)
 
 
 def _swapped_dims(node: fx.Node, rank: int) -> bool | None:
@@ -92,23 +113,35 @@ def describe_gemm(gm: fx.GraphModule) -> Description | None:
     if len(products) != 1 or out.args[0] is not products[0]:
         return None
     (product,) = products
-    if product.kwargs or len(product.args) != 2:
+    if product.target is torch.einsum:
+        operands = _einsum_operands(product)
+    elif product.kwargs or len(product.args) != 2:
         return None
+    else:
+        operands = product.args
     if any(_swapped_dims(n, _rank(n)) is None and _input_expression(n) is None for n in nodes if n is not product):
         return None  # more than the product and views of inputs: the regions may still cover it
-    (a, trans_a), (b, trans_b) = (_operand(x) for x in product.args)
-    sa, sb = (shape_of(x) for x in product.args)
+    (a, trans_a), (b, trans_b) = (_operand(x) for x in operands)
+    sa, sb = (shape_of(x) for x in operands)
     if len(sa) < 2 or len(sb) < 2:
         raise NotCovered("a matrix-vector product (a 1-D operand) is not covered by the matrix-product template")
-    if max(len(sa), len(sb)) > 3:
-        raise NotCovered("the matrix-product template takes 2-D and 3-D (batched) operands only")
-    da, db = (dtype_of(x) for x in product.args)
+    flat = len(sa) > 3 and len(sb) == 2 and not trans_a
+    if max(len(sa), len(sb)) > 3 and not flat:
+        raise NotCovered("the matrix-product template takes 2-D and 3-D (batched) operands, or an N-D first "
+                         "operand (not transposed) times a matrix")
+    da, db = (dtype_of(x) for x in operands)
     if da != db or da not in FLOATS:
         raise NotCovered(f"the matrix-product template reads operands of one dtype among {', '.join(FLOATS)} "
                          f"(got {da} and {db})")
-    batch = max(s[0] if len(s) == 3 else 1 for s in (sa, sb))  # torch checked they broadcast
-    gemm = Gemm(a=a, b=b, trans_a=trans_a, trans_b=trans_b, dtype=da, batch=batch,
-                m=int(sa[-2]), n=int(sb[-1]), k=int(sa[-1]))
     places = [str(n.target) for n in gm.graph.nodes if n.op == "placeholder"]
-    fwd = f"def forward(self, {', '.join(places)}):\n    return self._gemm({a}, {b})\n"
+    if flat:  # one product over the first operand's leading dims, viewed back
+        gemm = Gemm(a=a, b=b, trans_b=trans_b, dtype=da, m=math.prod(int(d) for d in sa[:-1]),
+                    n=int(sb[-1]), k=int(sa[-1]))
+        call = f"self._gemm({a}.reshape(-1, {a}.shape[-1]), {b}).view(*{a}.shape[:-1], -1)"
+    else:
+        batch = max(s[0] if len(s) == 3 else 1 for s in (sa, sb))  # torch checked they broadcast
+        gemm = Gemm(a=a, b=b, trans_a=trans_a, trans_b=trans_b, dtype=da, batch=batch,
+                    m=int(sa[-2]), n=int(sb[-1]), k=int(sa[-1]))
+        call = f"self._gemm({a}, {b})"
+    fwd = f"def forward(self, {', '.join(places)}):\n    return {call}\n"
     return Description(regions=(), forward_src=fwd, gemm=gemm)

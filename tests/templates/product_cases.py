@@ -16,6 +16,8 @@ GEMM_CASES = [
     ("batch_times_matrix", "return torch.matmul(A, B)", "[torch.randn(3, 21, 45), torch.randn(45, 19)]"),
     ("batch_of_one", "return torch.matmul(A, B)", "[torch.randn(1, 21, 45), torch.randn(3, 45, 19)]"),
     ("column", "return A @ B", "[torch.randn(40, 300), torch.randn(300, 1)]"),
+    ("four_d_times_matrix", "return torch.matmul(A, B)", "[torch.randn(2, 3, 5, 45), torch.randn(45, 19)]"),
+    ("einsum", 'return torch.einsum("bijl,lk->bijk", A, B)', "[torch.randn(2, 3, 5, 45), torch.randn(45, 19)]"),
 ]
 
 # (name, module constructor, input)

@@ -59,12 +59,22 @@ def test_half_operands_are_a_gemm_of_their_dtype():
 
 @pytest.mark.parametrize("fn,shapes,why", [
     (lambda A, B: A @ B, [(5, 7), (7,)], "matrix-vector"),
-    (lambda A, B: A @ B, [(2, 2, 5, 7), (7, 3)], "2-D and 3-D"),
+    (lambda A, B: A @ B, [(2, 2, 5, 7), (2, 7, 3)], "2-D and 3-D"),
+    (lambda A, B: torch.einsum("bij,bjk->bik", A, B), [(2, 5, 7), (2, 7, 3)], "not a tensor times a matrix"),
+    (lambda A, B: torch.einsum("bijl,kl->bijk", A, B), [(2, 4, 5, 7), (3, 7)], "not a tensor times a matrix"),
+    (lambda A, B: torch.einsum("...l,lk->...k", A, B), [(2, 4, 5, 7), (7, 3)], "not a tensor times a matrix"),
     (lambda A, B: A.transpose(0, 1) @ B, [(5, 2, 7), (2, 7, 3)], "permuted other than"),
 ])
 def test_unsupported_lone_products_say_why(fn, shapes, why):
     with pytest.raises(NotCovered, match=why):
         _gemm(fn, *shapes)
+
+
+@pytest.mark.parametrize("fn", [lambda A, B: A @ B, lambda A, B: torch.einsum("bijl,lk->bijk", A, B)])
+def test_a_tensor_times_a_matrix_is_one_product_over_its_leading_dims(fn):
+    d = describe(_Fn(fn), [torch.randn(2, 4, 5, 7), torch.randn(7, 3)])
+    assert (d.gemm.m, d.gemm.n, d.gemm.k, d.gemm.batch) == (40, 3, 7, 1)
+    assert "self._gemm(A.reshape(-1, A.shape[-1]), B).view(*A.shape[:-1], -1)" in d.forward_src
 
 
 def test_integer_operands_are_not_a_gemm():
@@ -112,7 +122,7 @@ LEVEL1 = {
     "7_Matmul_with_small_K_dimension_.py": None,
     "9_Tall_skinny_matrix_multiplication_.py": None,
     "10_3D_tensor_matrix_multiplication.py": None,
-    "11_4D_tensor_matrix_multiplication.py": "no fusable",  # einsum
+    "11_4D_tensor_matrix_multiplication.py": None,  # einsum "bijl,lk->bijk"
     "14_Matmul_for_upper_triangular_matrices.py": "no fusable",  # triu of the product
     "15_Matmul_for_lower_triangular_matrices.py": "no fusable",  # tril of the product
     "16_Matmul_with_transposed_A.py": None,
