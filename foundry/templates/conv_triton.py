@@ -4,13 +4,15 @@ implicit-GEMM Triton kernel per convolution, for 1-, 2- and 3-D (a 1-D or 2-D on
 BLOCK_M output positions (batch and output spatial positions flattened) by BLOCK_N output
 channels of one group (the grid's third axis); the sum runs over the group's input
 channels times the kernel positions in BLOCK_K steps, gathering the input elements each
-output position reads (zero where the padding or, transposed, a stride gap puts them
-outside the input), accumulating in float32 (float32 tiles multiplied as
-dot_precision.F32_DOT says), the bias added once at the store. A convolution with one
-input channel per group (depthwise) runs a direct kernel instead: DW_BLOCK output
-positions of one (sample, channel) plane per program, a multiply-add per kernel tap (as
-an implicit GEMM its tiles would hold one useful column). Offsets that can pass 2^31
-elements are int64."""
+output position reads (zero where the padding puts them outside the input), accumulating
+in float32 (float32 tiles multiplied as dot_precision.F32_DOT says), the bias added once
+at the store. A transposed convolution runs one launch per output phase (position modulo
+the stride): only the kernel taps whose offset from the phase is a multiple of the stride
+reach it, so each launch sums those alone instead of masking every other tap off. A
+convolution with one input channel per group (depthwise) runs a direct kernel instead:
+DW_BLOCK output positions of one (sample, channel) plane per program, a multiply-add per
+kernel tap (as an implicit GEMM its tiles would hold one useful column). Offsets that can
+pass 2^31 elements are int64."""
 
 from __future__ import annotations
 
@@ -30,12 +32,17 @@ TUNABLE_CONV = {"BLOCK_M": [256, 128, 64, 32], "BLOCK_N": [128, 64, 32, 16], "BL
 def conv_tunable(convs: tuple) -> dict:
     """TUNABLE_CONV for a chain of `convs` at their traced sizes, each default first:
     BLOCK_N and BLOCK_K no larger than the widest group's output channels and longest sum
-    need (the launcher also narrows them per convolution, never below 16)."""
+    need (the launcher also narrows them per convolution, never below 16), BLOCK_M 128
+    for a strided transposed convolution."""
     tun = {k: list(v) for k, v in TUNABLE_CONV.items()}
     per_group = max(c.out_channels // c.groups for c in convs)
     longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
     tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
                BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
+    if any(c.transposed and max(c.stride) > 1 for c in convs):
+        # a strided phase's rows are scattered over the output: storing a 256-row float32
+        # tile goes through a staging buffer that can pass the shared memory (an H200's too)
+        tun["BLOCK_M"] = default_first(128, tun["BLOCK_M"])
     tun.update(dot_precision_tunable(chain_dtype(convs)))
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
@@ -52,7 +59,7 @@ KERNEL = '''@triton.jit
 def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
           KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
           SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
-          DH: tl.constexpr, DW: tl.constexpr, TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr,
+          DH: tl.constexpr, DW: tl.constexpr, HAS_BIAS: tl.constexpr,
           BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr):
     KVOL = KD * KH * KW
     g = tl.program_id(2)
@@ -81,34 +88,77 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
         kd = kp // (KH * KW)
         kh = (kp // KW) % KH
         kw = kp % KW
-        if TRANSPOSED:
-            # out[o] gathers x[i] where o = i * S - P + k * DIL
-            td = od[:, None] + PD - kd[None, :] * DD
-            th = oh[:, None] + PH - kh[None, :] * DH
-            tw = ow[:, None] + PW - kw[None, :] * DW
-            xd = td // SD
-            xh = th // SH
-            xw = tw // SW
-            inside = (td >= 0) & (th >= 0) & (tw >= 0) & (td % SD == 0) & (th % SH == 0) & (tw % SW == 0)
-            inside = inside & (xd < D) & (xh < H) & (xw < W)
-        else:
-            xd = od[:, None] * SD - PD + kd[None, :] * DD
-            xh = oh[:, None] * SH - PH + kh[None, :] * DH
-            xw = ow[:, None] * SW - PW + kw[None, :] * DW
-            inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
+        xd = od[:, None] * SD - PD + kd[None, :] * DD
+        xh = oh[:, None] * SH - PH + kh[None, :] * DH
+        xw = ow[:, None] * SW - PW + kw[None, :] * DW
+        inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
         inside = inside & m_in[:, None] & k_in[None, :]
         px = x_rows[:, None] + ci[None, :].to(tl.int64) * DHW + (xd * H + xh) * W + xw
         a = tl.load(px, mask=inside, other=0.0)
-        if TRANSPOSED:
-            pw = w + ((g * CIN_G + ci[:, None]) * COUT_G + rn[None, :]) * KVOL + kp[:, None]
-        else:
-            pw = w + co[None, :] * K + kk[:, None]
-        b = tl.load(pw, mask=k_in[:, None] & n_in[None, :], other=0.0)
+        b = tl.load(w + co[None, :] * K + kk[:, None], mask=k_in[:, None] & n_in[None, :], other=0.0)
         acc += tl.dot(a, b@PRECISION@)
     if HAS_BIAS:
         acc += tl.load(bias + co, mask=n_in, other=0.0).to(tl.float32)[None, :]
     ODHW = OD * OH * OW
     sp = rm - n * ODHW
+    po = out + (n * C_OUT * ODHW + sp)[:, None] + co.to(tl.int64)[None, :] * ODHW
+    tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
+
+
+@triton.jit
+def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
+                     QD, QH, QW, RD, RH, RW, KD0, KH0, KW0, CD, CH, CW, TD, TH, TW,
+                     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
+                     SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
+                     DH: tl.constexpr, DW: tl.constexpr, HAS_BIAS: tl.constexpr,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr):
+    # one phase of the output: positions od = qd * SD + RD (and so for h, w); only the taps
+    # kd = KD0 + j * TD, j < CD, reach them, each from input qd + (RD + PD - kd * DD) / SD
+    g = tl.program_id(2)
+    rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    m_in = rm < M
+    n_in = rn < COUT_G
+    qw = (rm % QW).to(tl.int32)
+    t = rm // QW
+    qh = (t % QH).to(tl.int32)
+    t = t // QH
+    qd = (t % QD).to(tl.int32)
+    n = t // QD
+    DHW = D * H * W
+    x_rows = x + (n * C_IN + g * CIN_G) * DHW
+    co = g * COUT_G + rn
+    TAPS = CD * CH * CW
+    K = CIN_G * TAPS
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        kk = k0 + rk
+        k_in = kk < K
+        ci = kk // TAPS
+        j = kk % TAPS
+        kd = KD0 + (j // (CH * CW)) * TD
+        kh = KH0 + ((j // CW) % CH) * TH
+        kw = KW0 + (j % CW) * TW
+        # exact divisions: the phase's taps are those whose offset is a multiple of the stride
+        xd = qd[:, None] + ((RD + PD - kd * DD) // SD)[None, :]
+        xh = qh[:, None] + ((RH + PH - kh * DH) // SH)[None, :]
+        xw = qw[:, None] + ((RW + PW - kw * DW) // SW)[None, :]
+        inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
+        inside = inside & m_in[:, None] & k_in[None, :]
+        px = x_rows[:, None] + ci[None, :].to(tl.int64) * DHW + (xd * H + xh) * W + xw
+        a = tl.load(px, mask=inside, other=0.0)
+        tap = (kd * KH + kh) * KW + kw
+        pw = w + ((g * CIN_G + ci[:, None]) * COUT_G + rn[None, :]) * (KD * KH * KW) + tap[:, None]
+        b = tl.load(pw, mask=k_in[:, None] & n_in[None, :], other=0.0)
+        acc += tl.dot(a, b@PRECISION@)
+    if HAS_BIAS:
+        acc += tl.load(bias + co, mask=n_in, other=0.0).to(tl.float32)[None, :]
+    ODHW = OD * OH * OW
+    if SD * SH * SW == 1:  # one phase, the outputs in order: rows contiguous for the store
+        sp = rm - n * ODHW
+    else:
+        sp = ((qd.to(tl.int64) * SD + RD) * OH + qh * SH + RH) * OW + qw * SW + RW
     po = out + (n * C_OUT * ODHW + sp)[:, None] + co.to(tl.int64)[None, :] * ODHW
     tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
 
@@ -165,6 +215,17 @@ LAUNCHER = '''def _narrowed(block, size):
     return int(min(int(block), max(16, triton.next_power_of_2(int(size)))))
 
 
+def _phase_taps(r, s, p, d, k):
+    """(first, count, step): the taps first + j * step (j < count) of a kernel of k taps
+    (dilation d) that reach the outputs at phase r (position modulo the stride s, padding
+    p) of a transposed convolution; count 0 where none does."""
+    step = next(t for t in range(1, s + 1) if (t * d) % s == 0)
+    for first in range(min(step, k)):
+        if (r + p - first * d) % s == 0:
+            return first, len(range(first, k, step)), step
+    return 0, 0, step
+
+
 class _CONV:
     """One convolution of fixed geometry (stride, padding, dilation, output padding per
     spatial dim, groups) run on the module's own weight and bias."""
@@ -200,23 +261,41 @@ class _CONV:
             return out
         cin_g, cout_g = C_in // self.groups, C_out // self.groups
         p = self.params
+        b = weight if bias is None else bias  # (a pointer the kernel never reads without HAS_BIAS)
         if cin_g == 1:
             grid = (triton.cdiv(_prod(out_size), int(p["DW_BLOCK"])), N * C_out)
-            _conv_depthwise[grid](x, weight, weight if bias is None else bias, out, C_in, *size, C_out, *out_size,
+            _conv_depthwise[grid](x, weight, b, out, C_in, *size, C_out, *out_size,
                                   cout_g, *kernel, *self.stride, *self.padding, *self.dilation,
                                   TRANSPOSED=self.transposed, HAS_BIAS=bias is not None,
                                   BLOCK=int(p["DW_BLOCK"]), num_warps=4)
             return out
-        M = N * _prod(out_size)
         BM = int(p["BLOCK_M"])
         BN = _narrowed(p["BLOCK_N"], cout_g)
-        BK = _narrowed(p["BLOCK_K"], cin_g * _prod(kernel))
-        grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
-        _conv[grid](x, weight, weight if bias is None else bias, out, M, C_in, *size, C_out, *out_size,
-                    cin_g, cout_g, *kernel, *self.stride, *self.padding, *self.dilation,
-                    TRANSPOSED=self.transposed, HAS_BIAS=bias is not None,
-                    BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, @F32_DOT_LAUNCH_ARG@,
+        geometry = (*kernel, *self.stride, *self.padding, *self.dilation)
+        meta = dict(HAS_BIAS=bias is not None, BLOCK_M=BM, BLOCK_N=BN, @F32_DOT_LAUNCH_ARG@,
                     num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
+        if not self.transposed:
+            M = N * _prod(out_size)
+            grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
+            _conv[grid](x, weight, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
+                        BLOCK_K=_narrowed(p["BLOCK_K"], cin_g * _prod(kernel)), **meta)
+            return out
+        # one launch per output phase (position modulo the stride), each summing only the
+        # kernel taps that reach that phase
+        sd, sh, sw = self.stride
+        for phase in [(a, c, e) for a in range(sd) for c in range(sh) for e in range(sw)]:
+            q = [(o - r + s - 1) // s for o, r, s in zip(out_size, phase, self.stride)]
+            if min(q) <= 0:
+                continue
+            taps = [_phase_taps(r, s, pad, d, k) for r, s, pad, d, k in
+                    zip(phase, self.stride, self.padding, self.dilation, kernel)]
+            M = N * _prod(q)
+            K = cin_g * _prod(count for _, count, _ in taps)
+            grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
+            _conv_transposed[grid](x, weight, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *q, *phase,
+                                   *(first for first, _, _ in taps), *(count for _, count, _ in taps),
+                                   *(step for _, _, step in taps), *geometry,
+                                   BLOCK_K=_narrowed(p["BLOCK_K"], K), **meta)
         return out
 '''
 

@@ -43,6 +43,10 @@ CONV_CASES = [
      "torch.randn(1, 3, 4, 5)"),
     ("transposed2d_one_input_channel", "nn.ConvTranspose2d(1, 3, 3, stride=2, padding=1, dilation=2)",
      "torch.randn(1, 1, 4, 5)"),
+    ("transposed2d_phases_without_taps", "nn.ConvTranspose2d(3, 4, 3, stride=5, padding=1, dilation=2)",
+     "torch.randn(1, 3, 3, 4)"),
+    ("transposed1d_stride_dividing_dilation", "nn.ConvTranspose1d(3, 2, 4, stride=2, padding=1, dilation=2)",
+     "torch.randn(2, 3, 6)"),
     ("transposed3d", "nn.ConvTranspose3d(4, 2, (3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), "
      "output_padding=(1, 0, 1), groups=2)", "torch.randn(1, 4, 3, 4, 3)"),
 ]
