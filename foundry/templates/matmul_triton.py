@@ -28,10 +28,12 @@ GROUPED_TILES = """    num_m = tl.cdiv(M, BLOCK_M)
 # Triton source: `acc`, the float32 tile x[rm, :] @ wt[rn, :]^T (+ bias[rn] if HAS_BIAS) of
 # an nn.Linear (x: M x K, its weight wt: N x K, both read K-contiguous)
 LINEAR_TILE = f"""    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    pa = x + rm.to(tl.int64)[:, None] * K + rk[None, :]  # int64: M * K can pass 2^31
+    pb = wt + rn.to(tl.int64)[None, :] * K + rk[:, None]
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + rk
-        a = tl.load(x + rm[:, None] * K + kk[None, :], mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
-        b = tl.load(wt + rn[None, :] * K + kk[:, None], mask=(rn[None, :] < N) & (kk[:, None] < K), other=0.0)
+        a = tl.load(pa + k0, mask=(rm[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(pb + k0, mask=(rn[None, :] < N) & (kk[:, None] < K), other=0.0)
         acc += tl.dot(a, b{dot_precision_arg("float32")})
     if HAS_BIAS:
         acc += tl.load(bias + rn, mask=rn < N, other=0.0)[None, :]
@@ -59,7 +61,7 @@ def _mm_epilogue(x, wt, bias, out{ptrs}, M, N, K{ints}, HAS_BIAS: tl.constexpr,
                  F32_DOT: tl.constexpr):
     pid = tl.program_id(0)
 {GROUPED_TILES}{LINEAR_TILE}    msk = (rm[:, None] < M) & (rn[None, :] < N)
-    r = rm[:, None]
+    r = rm.to(tl.int64)[:, None]
     j = rn[None, :]
     f = r * N + j
     Kp = N
