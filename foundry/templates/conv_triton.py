@@ -55,31 +55,56 @@ def chain_dtype(convs: tuple) -> str:
     return dtypes.pop() if len(dtypes) == 1 else "mixed"
 
 
-KERNEL = '''@triton.jit
-def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
-          KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
-          SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
-          DH: tl.constexpr, DW: tl.constexpr, HAS_BIAS: tl.constexpr,
-          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr):
-    KVOL = KD * KH * KW
-    g = tl.program_id(2)
+def _rows(names: str, sizes: str) -> str:
+    """Triton source: a program's output rows `rm` (int64), its output channels `rn` (`co`
+    over all groups) and sum offsets `rk`; each row's sample `n` and position (`names`,
+    int32) in a grid of `sizes`; `x_rows`, the row's sample and group in the input."""
+    d, h, w = names.split()
+    sd, sh, sw = sizes.split()
+    return f"""    g = tl.program_id(2)
     rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     m_in = rm < M
     n_in = rn < COUT_G
-    # the output position of each row: (n, od, oh, ow)
-    ow = (rm % OW).to(tl.int32)
-    t = rm // OW
-    oh = (t % OH).to(tl.int32)
-    t = t // OH
-    od = (t % OD).to(tl.int32)
-    n = t // OD
+    {w} = (rm % {sw}).to(tl.int32)
+    t = rm // {sw}
+    {h} = (t % {sh}).to(tl.int32)
+    t = t // {sh}
+    {d} = (t % {sd}).to(tl.int32)
+    n = t // {sd}
     DHW = D * H * W
     x_rows = x + (n * C_IN + g * CIN_G) * DHW
     co = g * COUT_G + rn
-    K = CIN_G * KVOL
     acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+"""
+
+
+# Triton source: the step's input tile `a` (the elements at xd, xh, xw of input channels
+# `ci`, zero outside the input) times the weight tile `b` at `pw`
+GATHER_AND_DOT = """        inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
+        inside = inside & m_in[:, None] & k_in[None, :]
+        px = x_rows[:, None] + ci[None, :].to(tl.int64) * DHW + (xd * H + xh) * W + xw
+        a = tl.load(px, mask=inside, other=0.0)
+        b = tl.load(pw, mask=k_in[:, None] & n_in[None, :], other=0.0)
+        acc += tl.dot(a, b@PRECISION@)
+"""
+
+# Triton source: the bias added and the tile stored at output positions `sp` of sample `n`
+STORE = """    if HAS_BIAS:
+        acc += tl.load(bias + co, mask=n_in, other=0.0).to(tl.float32)[None, :]
+    po = out + (n * C_OUT * ODHW + sp)[:, None] + co.to(tl.int64)[None, :] * ODHW
+    tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
+"""
+
+KERNEL = f'''@triton.jit
+def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
+          KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
+          SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
+          DH: tl.constexpr, DW: tl.constexpr, HAS_BIAS: tl.constexpr,
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr):
+{_rows("od oh ow", "OD OH OW")}    KVOL = KD * KH * KW
+    K = CIN_G * KVOL
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + rk
         k_in = kk < K
@@ -91,19 +116,10 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
         xd = od[:, None] * SD - PD + kd[None, :] * DD
         xh = oh[:, None] * SH - PH + kh[None, :] * DH
         xw = ow[:, None] * SW - PW + kw[None, :] * DW
-        inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
-        inside = inside & m_in[:, None] & k_in[None, :]
-        px = x_rows[:, None] + ci[None, :].to(tl.int64) * DHW + (xd * H + xh) * W + xw
-        a = tl.load(px, mask=inside, other=0.0)
-        b = tl.load(w + co[None, :] * K + kk[:, None], mask=k_in[:, None] & n_in[None, :], other=0.0)
-        acc += tl.dot(a, b@PRECISION@)
-    if HAS_BIAS:
-        acc += tl.load(bias + co, mask=n_in, other=0.0).to(tl.float32)[None, :]
-    ODHW = OD * OH * OW
+        pw = w + co[None, :] * K + kk[:, None]
+{GATHER_AND_DOT}    ODHW = OD * OH * OW
     sp = rm - n * ODHW
-    po = out + (n * C_OUT * ODHW + sp)[:, None] + co.to(tl.int64)[None, :] * ODHW
-    tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
-
+{STORE}
 
 @triton.jit
 def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
@@ -114,24 +130,8 @@ def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G
                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr):
     # one phase of the output: positions od = qd * SD + RD (and so for h, w); only the taps
     # kd = KD0 + j * TD, j < CD, reach them, each from input qd + (RD + PD - kd * DD) / SD
-    g = tl.program_id(2)
-    rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    m_in = rm < M
-    n_in = rn < COUT_G
-    qw = (rm % QW).to(tl.int32)
-    t = rm // QW
-    qh = (t % QH).to(tl.int32)
-    t = t // QH
-    qd = (t % QD).to(tl.int32)
-    n = t // QD
-    DHW = D * H * W
-    x_rows = x + (n * C_IN + g * CIN_G) * DHW
-    co = g * COUT_G + rn
-    TAPS = CD * CH * CW
+{_rows("qd qh qw", "QD QH QW")}    TAPS = CD * CH * CW
     K = CIN_G * TAPS
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + rk
         k_in = kk < K
@@ -144,24 +144,14 @@ def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G
         xd = qd[:, None] + ((RD + PD - kd * DD) // SD)[None, :]
         xh = qh[:, None] + ((RH + PH - kh * DH) // SH)[None, :]
         xw = qw[:, None] + ((RW + PW - kw * DW) // SW)[None, :]
-        inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
-        inside = inside & m_in[:, None] & k_in[None, :]
-        px = x_rows[:, None] + ci[None, :].to(tl.int64) * DHW + (xd * H + xh) * W + xw
-        a = tl.load(px, mask=inside, other=0.0)
         tap = (kd * KH + kh) * KW + kw
         pw = w + ((g * CIN_G + ci[:, None]) * COUT_G + rn[None, :]) * (KD * KH * KW) + tap[:, None]
-        b = tl.load(pw, mask=k_in[:, None] & n_in[None, :], other=0.0)
-        acc += tl.dot(a, b@PRECISION@)
-    if HAS_BIAS:
-        acc += tl.load(bias + co, mask=n_in, other=0.0).to(tl.float32)[None, :]
-    ODHW = OD * OH * OW
+{GATHER_AND_DOT}    ODHW = OD * OH * OW
     if SD * SH * SW == 1:  # one phase, the outputs in order: rows contiguous for the store
         sp = rm - n * ODHW
     else:
         sp = ((qd.to(tl.int64) * SD + RD) * OH + qh * SH + RH) * OW + qw * SW + RW
-    po = out + (n * C_OUT * ODHW + sp)[:, None] + co.to(tl.int64)[None, :] * ODHW
-    tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
-
+{STORE}
 
 @triton.jit
 def _conv_depthwise(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
