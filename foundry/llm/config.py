@@ -20,7 +20,8 @@ class LLMConfigError(ValueError):
     """A bad key or value in the `llm` config."""
 
 
-def _plain_mapping(value: Any, where: str) -> dict:
+def plain_mapping(value: Any, where: str) -> dict:
+    """`value` (a mapping or an OmegaConf DictConfig; None: empty) as a plain dict."""
     if value is None:
         return {}
     if hasattr(value, "items"):
@@ -34,15 +35,18 @@ def _plain_mapping(value: Any, where: str) -> dict:
     raise LLMConfigError(f"{where} must be a mapping, got {type(value).__name__}")
 
 
-def _check_keys(cls, data: Mapping, where: str) -> None:
+def check_keys(cls, data: Mapping, where: str) -> None:
+    """Raise LLMConfigError naming the first key of `data` that dataclass `cls` has no field for."""
     allowed = [f.name for f in dataclasses.fields(cls)]
     for key in data:
         if key not in allowed:
             raise LLMConfigError(f"unknown key {where}.{key} (allowed: {', '.join(allowed)})")
 
 
-def _number(value: Any, where: str, *, minimum: float = 0.0, allow_none: bool = False,
-            integer: bool = False, strict: bool = False):
+def checked_number(value: Any, where: str, *, minimum: float = 0.0, allow_none: bool = False,
+                   integer: bool = False, strict: bool = False):
+    """`value` as a float (an int with `integer`) at least `minimum` (above it with
+    `strict`); None passes with `allow_none`; else LLMConfigError naming `where`."""
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -66,11 +70,11 @@ class EnsembleMember:
 
     @classmethod
     def from_config(cls, mapping: Mapping, *, where: str = "llm.ensemble[]") -> "EnsembleMember":
-        data = _plain_mapping(mapping, where)
-        _check_keys(cls, data, where)
+        data = plain_mapping(mapping, where)
+        check_keys(cls, data, where)
         if not data.get("model") or not isinstance(data["model"], str):
             raise LLMConfigError(f"{where}.model must be a non-empty string")
-        weight = _number(data.get("weight", 1.0), f"{where}.weight", strict=True)
+        weight = checked_number(data.get("weight", 1.0), f"{where}.weight", strict=True)
         return cls(model=data["model"], weight=weight, base_url=data.get("base_url"),
                    api_key_env=data.get("api_key_env"))
 
@@ -84,10 +88,10 @@ class ModelPrice:
 
     @classmethod
     def from_config(cls, mapping: Mapping, *, where: str) -> "ModelPrice":
-        data = _plain_mapping(mapping, where)
-        _check_keys(cls, data, where)
-        return cls(input=_number(data.get("input", 0.0), f"{where}.input"),
-                   output=_number(data.get("output", 0.0), f"{where}.output"))
+        data = plain_mapping(mapping, where)
+        check_keys(cls, data, where)
+        return cls(input=checked_number(data.get("input", 0.0), f"{where}.input"),
+                   output=checked_number(data.get("output", 0.0), f"{where}.output"))
 
     def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
         return (prompt_tokens * self.input + completion_tokens * self.output) / 1e6
@@ -106,15 +110,15 @@ class BudgetConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping | None, *, where: str = "llm.budget") -> "BudgetConfig":
-        data = _plain_mapping(mapping, where)
-        _check_keys(cls, data, where)
+        data = plain_mapping(mapping, where)
+        check_keys(cls, data, where)
         return cls(
-            max_calls=_number(data.get("max_calls"), f"{where}.max_calls", allow_none=True, integer=True),
-            max_tokens=_number(data.get("max_tokens"), f"{where}.max_tokens", allow_none=True, integer=True),
-            max_cost_usd=_number(data.get("max_cost_usd"), f"{where}.max_cost_usd", allow_none=True),
-            max_wall_s=_number(data.get("max_wall_s"), f"{where}.max_wall_s", allow_none=True),
-            max_concurrency=_number(data.get("max_concurrency", 32), f"{where}.max_concurrency",
-                                    minimum=1, integer=True),
+            max_calls=checked_number(data.get("max_calls"), f"{where}.max_calls", allow_none=True, integer=True),
+            max_tokens=checked_number(data.get("max_tokens"), f"{where}.max_tokens", allow_none=True, integer=True),
+            max_cost_usd=checked_number(data.get("max_cost_usd"), f"{where}.max_cost_usd", allow_none=True),
+            max_wall_s=checked_number(data.get("max_wall_s"), f"{where}.max_wall_s", allow_none=True),
+            max_concurrency=checked_number(data.get("max_concurrency", 32), f"{where}.max_concurrency",
+                                           minimum=1, integer=True),
         )
 
 
@@ -172,8 +176,8 @@ class LLMConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping | None) -> "LLMConfig":
-        data = _plain_mapping(mapping, "llm")
-        _check_keys(cls, data, "llm")
+        data = plain_mapping(mapping, "llm")
+        check_keys(cls, data, "llm")
         data = {k: (None if v == "???" else v) for k, v in data.items()}  # Hydra's MISSING
         provider = data.get("provider", "none")
         if provider not in PROVIDERS:
@@ -182,7 +186,7 @@ class LLMConfig:
             EnsembleMember.from_config(m, where=f"llm.ensemble[{i}]")
             for i, m in enumerate(data.get("ensemble") or ()))
         prices = {str(k): ModelPrice.from_config(v, where=f"llm.prices.{k}")
-                  for k, v in _plain_mapping(data.get("prices"), "llm.prices").items()}
+                  for k, v in plain_mapping(data.get("prices"), "llm.prices").items()}
         reply_format = data.get("reply_format", "auto")
         if reply_format not in ("auto", "full", "diff"):
             raise LLMConfigError(f"llm.reply_format must be auto, full or diff, got {reply_format!r}")
@@ -191,21 +195,21 @@ class LLMConfig:
             base_url=data.get("base_url"),
             model=str(data.get("model") or ""),
             api_key_env=data.get("api_key_env"),
-            temperature=_number(data.get("temperature", 0.7), "llm.temperature", allow_none=True),
-            max_tokens=_number(data.get("max_tokens", 8192), "llm.max_tokens", minimum=1, integer=True),
-            timeout_s=_number(data.get("timeout_s", 120.0), "llm.timeout_s", strict=True),
-            max_retries=_number(data.get("max_retries", 3), "llm.max_retries", integer=True),
-            backoff_base_s=_number(data.get("backoff_base_s", 1.0), "llm.backoff_base_s"),
-            backoff_max_s=_number(data.get("backoff_max_s", 30.0), "llm.backoff_max_s"),
-            max_retry_after_s=_number(data.get("max_retry_after_s", 60.0), "llm.max_retry_after_s"),
+            temperature=checked_number(data.get("temperature", 0.7), "llm.temperature", allow_none=True),
+            max_tokens=checked_number(data.get("max_tokens", 8192), "llm.max_tokens", minimum=1, integer=True),
+            timeout_s=checked_number(data.get("timeout_s", 120.0), "llm.timeout_s", strict=True),
+            max_retries=checked_number(data.get("max_retries", 3), "llm.max_retries", integer=True),
+            backoff_base_s=checked_number(data.get("backoff_base_s", 1.0), "llm.backoff_base_s"),
+            backoff_max_s=checked_number(data.get("backoff_max_s", 30.0), "llm.backoff_max_s"),
+            max_retry_after_s=checked_number(data.get("max_retry_after_s", 60.0), "llm.max_retry_after_s"),
             send_seed=bool(data.get("send_seed", False)),
-            extra_body=_plain_mapping(data.get("extra_body"), "llm.extra_body"),
+            extra_body=plain_mapping(data.get("extra_body"), "llm.extra_body"),
             ensemble=ensemble,
             prices=prices,
             budget=BudgetConfig.from_config(data.get("budget")),
             reply_format=reply_format,
-            max_source_chars=_number(data.get("max_source_chars", 200_000), "llm.max_source_chars",
-                                     minimum=1, integer=True),
+            max_source_chars=checked_number(data.get("max_source_chars", 200_000), "llm.max_source_chars",
+                                            minimum=1, integer=True),
         )
         if cfg.enabled:
             if not cfg.ensemble and not cfg.model:

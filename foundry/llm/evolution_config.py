@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping
 
-from foundry.llm.config import LLMConfigError, _check_keys, _number, _plain_mapping
+from foundry.llm.config import LLMConfigError, check_keys, checked_number, plain_mapping
 
 SELECTIONS = ("softmax", "ucb")
 EDIT_STRATEGIES = ("improve", "specialise", "generalise", "simplify", "elaborate")
@@ -37,8 +37,8 @@ class PromptEvolutionConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping | None) -> "PromptEvolutionConfig":
-        data = _plain_mapping(mapping, "prompt")
-        _check_keys(cls, data, "prompt")
+        data = plain_mapping(mapping, "prompt")
+        check_keys(cls, data, "prompt")
         defaults = cls()
         selection = data.get("selection", defaults.selection)
         if selection not in SELECTIONS:
@@ -56,8 +56,8 @@ class PromptEvolutionConfig:
             default = getattr(defaults, f.name)
             integer = isinstance(default, int)
             minimum = 1.0 if f.name in ("max_population", "max_section_chars") else 0.0
-            values[f.name] = _number(data.get(f.name, default), f"prompt.{f.name}",
-                                     minimum=minimum, integer=integer,
-                                     strict=f.name == "temperature")
+            values[f.name] = checked_number(data.get(f.name, default), f"prompt.{f.name}",
+                                            minimum=minimum, integer=integer,
+                                            strict=f.name == "temperature")
         return cls(selection=selection, edit_strategies=strategies,
                    builtin_variants=tuple(data.get("builtin_variants") or ()), **values)

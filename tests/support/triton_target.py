@@ -20,7 +20,7 @@ H200_SMS = 132
 
 @dataclass
 class Compiled:
-    """What one compile-only section built: (kernel name, shared bytes, registers)."""
+    """What one compile-only section built: (kernel name, shared memory bytes) per kernel loaded."""
     kernels: list = field(default_factory=list)
 
 
