@@ -22,7 +22,8 @@ KERNEL = f'''@triton.jit
 def _linear(x, wt, bias, out, M, N, K, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr,
             BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, F32_DOT: tl.constexpr):
     pid = tl.program_id(0)
-{GROUPED_TILES}{LINEAR_TILE}    tl.store(out + rm.to(tl.int64)[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+{GROUPED_TILES}{LINEAR_TILE}    rows = rm.to(tl.int64)[:, None]
+    tl.store(out + rows * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 '''
 
 LAUNCHER = '''class _LINEAR:

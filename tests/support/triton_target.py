@@ -115,7 +115,8 @@ def build_for_hopper(task, params: dict | None = None, variant: str = "fused") -
         with compile_only(90) as built:
             out = new(*inputs)
     if (out.shape, out.dtype) != (expected.shape, expected.dtype):
-        raise AssertionError(f"output {tuple(out.shape)} {out.dtype}, expected {tuple(expected.shape)} {expected.dtype}")
+        raise AssertionError(f"output {tuple(out.shape)} {out.dtype}, "
+                             f"expected {tuple(expected.shape)} {expected.dtype}")
     return built
 
 
