@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 H200_SHARED_MEMORY = 232448  # bytes per block (cudaDevAttrMaxSharedMemoryPerBlockOptin)
 H200_SMS = 132
+UNSUPPORTED = 3  # main's exit status where this Triton cannot take the stand-in driver
 
 
 @dataclass
@@ -123,7 +124,8 @@ def build_for_hopper(task, params: dict | None = None, variant: str = "fused") -
 def main() -> int:
     """`python -m support.triton_target` (with tests/ on sys.path): a JSON list of builds
     on stdin, each {"path", "profile", "params", "variant"}; one JSON line per build on stdout:
-    {"path", "params", "kernels": [[name, shared bytes], ...], "error": "" or the exception}."""
+    {"path", "params", "kernels": [[name, shared bytes], ...], "error": "" or the exception}.
+    Exits UNSUPPORTED (the reason on stderr) where this Triton cannot take the stand-in."""
     import json
     import os
     import sys
@@ -131,6 +133,10 @@ def main() -> int:
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         print("unset TRITON_INTERPRET: the interpreter replaces the compiler", file=sys.stderr)
         return 2
+    why = compile_only_supported()
+    if why:
+        print(why, file=sys.stderr)
+        return UNSUPPORTED
     from foundry.tasks import load_task
     for build in json.load(sys.stdin):
         row = {"path": build["path"], "params": build.get("params"), "kernels": [], "error": ""}
