@@ -38,6 +38,11 @@ class IslandHost:
             changes["strategy_id"] = prompt_id
         return dataclasses.replace(child, **changes)
 
+    @property
+    def evaluations(self) -> int:
+        """Evaluated children inserted here (logged ones replayed after a resume included)."""
+        return int(self.island.generation)
+
     def has_seen(self, candidate_id: str) -> bool:
         return bool(self.island.knows(candidate_id))
 

@@ -1,7 +1,8 @@
 """The island loop, without Ray: one island index, hosting that island of every task.
 
-`in_flight` slot coroutines each repeat: pick the next task still open (round-robin),
-build a request from the task's island (parent, inspirations, mode), ask the prompt
+`in_flight` slot coroutines each repeat: pick the open task this island has served least
+(its evaluations here, replayed ones included, plus its steps that ended without one and
+those running now; ties go round-robin), build a request from the task's island (parent, inspirations, mode), ask the prompt
 evolver for a prompt, call the proposer, submit the child for evaluation, add it to the
 parent's island (this one: a child always lands on its parent's island), report the
 outcome to the prompt evolver and put the record in the outbox the driver drains.
@@ -15,6 +16,7 @@ thin Ray shell over this class.
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import enum
 import json
@@ -92,6 +94,8 @@ class IslandWorker:
         # that start together would otherwise propose the same first candidates at once,
         # judged once for both while a slot of the other waits: fewer candidates queue for the lanes
         self._next = island_index * max(1, in_flight)
+        self._running: collections.Counter = collections.Counter()  # steps under way, per task
+        self._fruitless: collections.Counter = collections.Counter()  # steps that added nothing
         self._stopping = False
 
     # -- control -----------------------------------------------------------
@@ -132,13 +136,21 @@ class IslandWorker:
             self.stop_reason = "every task finished"
         return self.stop_reason
 
+    def served(self, task_id: str) -> int:
+        """How much of this island's attention `task_id` had: its evaluations here (a
+        resumed run's replayed ones included), its steps that added none (a duplicate, a
+        proposer error, a refusal) and its steps under way."""
+        return self.hosts[task_id].evaluations + self._fruitless[task_id] + self._running[task_id]
+
     def _pick_task(self) -> str | None:
+        """The open task served least; among equals, the next in round-robin order. A task
+        slow to judge, or one a resumed run had reached last, is not left behind."""
         open_ = self.open_tasks()
         if not open_:
             return None
-        task_id = open_[self._next % len(open_)]
+        start = self._next % len(open_)
         self._next += 1
-        return task_id
+        return min(open_[start:] + open_[:start], key=self.served)
 
     async def _slot(self) -> None:
         while not self._stopping:
@@ -148,7 +160,15 @@ class IslandWorker:
             task_id = self._pick_task()
             if task_id is None:
                 return
-            await self.step(task_id)
+            host = self.hosts[task_id]
+            before = host.evaluations
+            self._running[task_id] += 1
+            try:
+                await self.step(task_id)
+            finally:
+                self._running[task_id] -= 1
+            if host.evaluations == before:
+                self._fruitless[task_id] += 1
 
     def seed(self, candidate: Candidate) -> SeedOutcome:
         """Queue a task's compiler seed to judge before anything new is proposed. A task

@@ -290,3 +290,54 @@ async def test_islands_start_their_round_robin_on_different_tasks(relu_task):
         await worker.run()
         first[index] = sorted(proposer.asked[:3])
     assert first[0] == ["t0", "t1", "t2"] and first[1] == ["t3", "t4", "t5"]
+
+
+def several_tasks_worker(relu_task, count, *, proposer=None, budget=None, in_flight=1):
+    """A worker over `count` copies of the ReLU task (t0, t1, ...)."""
+    tasks = {f"t{k}": dataclasses.replace(relu_task, task_id=f"t{k}") for k in range(count)}
+    hosts = {t: IslandHost(make_island(island={"count": 2}, island_index=0, task_id=t, seed=0)) for t in tasks}
+    state = {"n": 0}
+
+    async def submit(t, cand):
+        await asyncio.sleep(0.001)
+        if budget is not None and state["n"] >= budget:
+            return cand, None, "", "all: evaluation budget spent"
+        state["n"] += 1
+        return cand, FixedCostEvaluator().evaluate(task=t, candidate=cand), "ev-0", ""
+
+    return IslandWorker(island_index=0, tasks=tasks, hosts=hosts, submit=submit, backend="c",
+                        proposer=proposer or CopyKernelProposer(island_index=0), in_flight=in_flight)
+
+
+def evaluations_per_task(worker):
+    return {t: h.evaluations for t, h in worker.hosts.items()}
+
+
+async def test_a_resumed_run_serves_first_the_tasks_its_last_sitting_left_behind(relu_task):
+    """A resumed run (evaluations replayed from the log) gives its first evaluations to the
+    tasks the last sitting had served least, not to the first tasks of the list again."""
+    earlier = several_tasks_worker(relu_task, 4, budget=6)
+    earlier._pick_task = lambda: "t0" if earlier.hosts["t0"].evaluations < 3 else "t1"  # t0, t1: 3 each
+    await earlier.run()
+    log = [(c, r) for c, r, _ in earlier.drain()["records"]]
+    assert evaluations_per_task(earlier) == {"t0": 3, "t1": 3, "t2": 0, "t3": 0}
+    resumed = several_tasks_worker(relu_task, 4, budget=4)
+    assert resumed.replay(log) == 6
+    await resumed.run()
+    assert evaluations_per_task(resumed) == {"t0": 3, "t1": 3, "t2": 2, "t3": 2}
+
+
+async def test_a_task_whose_proposals_fail_does_not_take_every_turn(relu_task):
+    """Steps that add nothing count as service: the island moves on to the other tasks
+    rather than asking again and again for the failing one."""
+    class FailsOnT0(CopyKernelProposer):
+        async def propose(self, request):
+            if request.task.task_id == "t0":
+                raise RuntimeError("no kernel for t0")
+            return await super().propose(request)
+
+    w = several_tasks_worker(relu_task, 3, proposer=FailsOnT0(island_index=0), budget=10)
+    w.max_proposer_errors = 3
+    assert await asyncio.wait_for(w.run(), 20) == "evaluation budget spent"
+    served = evaluations_per_task(w)
+    assert served["t0"] == 0 and served["t1"] + served["t2"] == 10 and abs(served["t1"] - served["t2"]) <= 1
