@@ -1,7 +1,8 @@
 """The Triton template for a forward that is one matrix product of two inputs: one
 tiled Triton matmul reading both operands through their strides (a broadcast operand is
 never copied; with K_CONTIGUOUS a float32 operand whose K dim is not its contiguous one
-is copied once so that it is), tiles in grouped order (GROUP_M), accumulating in float32
+is copied once so that it is, by a tiled Triton copy: torch's copy of a transposed tall
+matrix ran at a tenth of the bandwidth on the H200), tiles in grouped order (GROUP_M), accumulating in float32
 (float32 tiles multiplied as dot_precision.F32_DOT says). With SPLIT_K > 1 the K range
 is cut into slices, one program per (tile, slice, batch) writing its float32 partial tile
 to a [SPLIT_K, batch, M, N] workspace, and a second kernel sums the slices in slice order
@@ -25,6 +26,7 @@ TARGET_PROGRAMS = 264  # two programs per SM of an H200 (132 SMs)
 MAX_PROGRAMS = 8 * TARGET_PROGRAMS  # a split that leaves more programs than this adds only partials
 MIN_SLICE_BLOCKS = 4  # a K slice keeps at least this many BLOCK_K steps
 SUM_BLOCK = 1024  # elements per program of the kernel summing the slices
+COPY_BLOCK = 64  # square tile of the K-contiguous copy
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -97,10 +99,47 @@ def _gemm_sum_slices(ws, out, numel, SLICES, BLOCK: tl.constexpr):
         acc += tl.load(p, mask=inside, other=0.0)
         p += numel
     tl.store(out + offs, acc.to(out.dtype.element_ty), mask=inside)
+
+
+@triton.jit
+def _gemm_copy_tiles(src, dst, R, C, TILES_C, s_sz, s_sr: tl.constexpr, s_sc: tl.constexpr, s_dz,
+                     s_dr: tl.constexpr, s_dc: tl.constexpr, BLOCK: tl.constexpr):
+    # dst[z, r, c] = src[z, r, c] for [batch, R, C] views with their own strides; one
+    # program per (batch, tile): the tile is read along src's contiguous dim and written
+    # along dst's, the layout change going through shared memory
+    pid = tl.program_id(0)
+    tiles = tl.cdiv(R, BLOCK) * TILES_C
+    z = (pid // tiles).to(tl.int64)
+    t = pid % tiles
+    r = (t // TILES_C) * BLOCK + tl.arange(0, BLOCK)
+    c = (t % TILES_C) * BLOCK + tl.arange(0, BLOCK)
+    inside = (r[:, None] < R) & (c[None, :] < C)
+    r64 = r.to(tl.int64)[:, None]
+    c64 = c.to(tl.int64)[None, :]
+    x = tl.load(src + z * s_sz + r64 * s_sr + c64 * s_sc, mask=inside)
+    tl.store(dst + z * s_dz + r64 * s_dr + c64 * s_dc, x, mask=inside)
 '''
 
 LAUNCHER = '''def _batch_stride(t):
     return t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
+
+
+def _with_contiguous_dim(t, dim):
+    # a copy of t (2-D or 3-D) with the same shape whose dim `dim` (-1 or -2) is contiguous
+    if dim == -1:
+        out = torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    else:
+        out = torch.empty(t.shape[:-2] + (t.shape[-1], t.shape[-2]), dtype=t.dtype, device=t.device)
+        out = out.transpose(-2, -1)
+    if t.numel() == 0:
+        return out
+    R, C = t.shape[-2], t.shape[-1]
+    batch = t.shape[0] if t.dim() == 3 else 1
+    tiles_c = triton.cdiv(C, @COPY_BLOCK@)
+    grid = (batch * triton.cdiv(R, @COPY_BLOCK@) * tiles_c,)
+    _gemm_copy_tiles[grid](t, out, R, C, tiles_c, _batch_stride(t), t.stride(-2), t.stride(-1),
+                           _batch_stride(out), out.stride(-2), out.stride(-1), BLOCK=@COPY_BLOCK@, num_warps=4)
+    return out
 
 
 class _GEMM:
@@ -113,9 +152,9 @@ class _GEMM:
             # an operand whose K dim is not its contiguous one is copied so that it is: the
             # tensor-core product of float32 tiles on Hopper reads K-contiguous tiles only
             if a.stride(-1) != 1:
-                a = a.contiguous()
+                a = _with_contiguous_dim(a, -1)
             if b.stride(-2) != 1:
-                b = b.transpose(-2, -1).contiguous().transpose(-2, -1)
+                b = _with_contiguous_dim(b, -2)
         M, K = a.shape[-2], a.shape[-1]
         N = b.shape[-1]
         batch = max(a.shape[0] if a.dim() == 3 else 1, b.shape[0] if b.dim() == 3 else 1)
@@ -152,6 +191,7 @@ def emit_gemm(*, desc: Description, task_source: str, tunable: dict, params: dic
     transposes = "".join(f"        {x} = {x}.transpose(-2, -1)\n"
                          for x, t in (("a", gemm.trans_a), ("b", gemm.trans_b)) if t)
     launcher = LAUNCHER.replace("@TRANSPOSES@", transposes).replace("@SUM_BLOCK@", str(SUM_BLOCK))
+    launcher = launcher.replace("@COPY_BLOCK@", str(COPY_BLOCK))
     launcher = launcher.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG)
     note = ("Template candidate (triton backend): the matrix product as one tiled Triton matmul "
             "(split-K: SPLIT_K slices of K summed by a second kernel).")

@@ -15,6 +15,8 @@ GEMM_CASES = [
     ("bmm_trans", "return torch.bmm(A.transpose(1, 2), B.mT)", "[torch.randn(3, 45, 21), torch.randn(3, 19, 45)]"),
     ("batch_times_matrix", "return torch.matmul(A, B)", "[torch.randn(3, 21, 45), torch.randn(45, 19)]"),
     ("batch_of_one", "return torch.matmul(A, B)", "[torch.randn(1, 21, 45), torch.randn(3, 45, 19)]"),
+    ("trans_a_copy_tiles", "return torch.matmul(A.T, B)", "[torch.randn(130, 70), torch.randn(130, 9)]"),
+    ("bmm_copy_tiles", "return torch.bmm(A, B)", "[torch.randn(2, 9, 130), torch.randn(2, 130, 70)]"),
     ("column", "return A @ B", "[torch.randn(40, 300), torch.randn(300, 1)]"),
     ("four_d_times_matrix", "return torch.matmul(A, B)", "[torch.randn(2, 3, 5, 45), torch.randn(45, 19)]"),
     ("einsum", 'return torch.einsum("bijl,lk->bijk", A, B)', "[torch.randn(2, 3, 5, 45), torch.randn(45, 19)]"),

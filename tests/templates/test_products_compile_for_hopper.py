@@ -66,6 +66,8 @@ def test_gemm_cases_compile_for_hopper(tmp_path):
     rows = compile_for_hopper(builds)
     assert not failures(rows), failures(rows)
     assert all("_gemm" in [name for name, _ in r["kernels"]] for r in rows)
+    # the float32 operands not read K-contiguous (a row-major B) are copied by the tile copy
+    assert any("_gemm_copy_tiles" in [name for name, _ in r["kernels"]] for r in rows)
 
 
 def test_conv_cases_compile_for_hopper(tmp_path):
