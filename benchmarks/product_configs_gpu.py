@@ -1,7 +1,7 @@
 """Tile and float32-product choices of the matrix-product templates on a CUDA GPU: for each
 task whose forward is a lone matmul, a chain of convolutions or an nn.Linear with a
 pointwise epilogue, time a fixed list of configurations (dot_precision.F32_DOT x tile
-shapes) in-process (CUDA events, L2 flushed, median of 30, TF32 off as the judge runs
+shapes; for lone products also the first tile without the K-contiguous copy) in-process (CUDA events, L2 flushed, median of 30, TF32 off as the judge runs
 it) beside eager and torch.compile, and print every configuration's time and the best.
 It picks template defaults; the judge's figures come from the main job.
 
@@ -31,6 +31,10 @@ def configs(family: str):
             if family in ("matmul", "linear"):
                 p["GROUP_M"] = 8
             yield p
+    if family == "matmul":  # the first tile again, operands read as given (no K-contiguous copy)
+        bm, bn, bk, warps, stages = TILES[0]
+        yield {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps, "num_stages": stages,
+               "F32_DOT": F32_DOT[0], "GROUP_M": 8, "K_CONTIGUOUS": 0}
 
 
 def main() -> int:

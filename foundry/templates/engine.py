@@ -65,7 +65,7 @@ def coverage(task: Task) -> str | None:
 
 
 def variants(task: Task, backend: str) -> tuple:
-    """The templates that apply to `task` on `backend`."""
+    """The templates that apply to `task` on `backend`, the one expected fastest first."""
     desc = describe_task(task)
     if backend == "triton":
         from foundry.templates.backend_triton import variants_for

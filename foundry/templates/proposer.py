@@ -1,6 +1,7 @@
 """TemplateProposer: the offline mutation operator (no LLM).
 
-translate -> the first template candidate for the request's backend; optimize -> one
+translate -> a first template candidate for the request's backend (island i takes the
+i-th of the templates that apply, in the order `engine.variants` gives, fastest first); optimize -> one
 mutation of the parent (a TUNABLE value, the template choice, or a fusion boundary);
 repair -> another template or another parameter point than the failed parent's. A task no
 template covers gets a candidate with empty source and the note "no template applies;
@@ -38,8 +39,10 @@ class TemplateProposer(Proposer):
         rng = random.Random(f"{request.seed}:{request.island_id}:{request.generation}:{request.mode}:"
                             f"{parent.candidate_id if parent else ''}")
         if request.mode == "translate" or parent is None or state is None:
-            st = TemplateState(backend=request.backend)
-            return self._candidate(request, st, {}, "first template")
+            # islands start from different templates, island 0 from the one expected fastest
+            vs = variants(task, request.backend)
+            st = TemplateState(backend=request.backend, variant=vs[request.island_id % len(vs)])
+            return self._candidate(request, st, {}, f"first template ({st.variant})")
         desc = describe_task(task)
         vs = variants(task, request.backend)
         tunable = _tunable(parent.source)
