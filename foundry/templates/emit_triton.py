@@ -6,7 +6,8 @@ over programs whose partials a second kernel combines; one program per BLOCK col
 walking the reduced dim, when rows are not contiguous, so loads stay coalesced), softmax
 and norms (split-row: a stats kernel per (row, chunk) and an apply kernel that merges
 the chunk statistics, so few long rows still fill the GPU), scans (chunked tl.cumsum
-with a carry), 1-3-D pooling (BLOCK outputs per program, the window unrolled), cross
+with a carry), 1-3-D pooling (a tile of output rows x columns per program, the window
+unrolled), cross
 entropy (one program per row; a reduced loss sums the rows' losses in a second kernel).
 """
 
@@ -358,8 +359,12 @@ def _scan(region: Region):
 
 
 def _pool(region: Region):
-    """BLOCK outputs per program, the window unrolled; a 3-D window adds a depth loop, a
-    1-D or 2-D one is read as a 2-D window over (H, W) (H = 1 for 1-D)."""
+    """A tile of ROWS output rows x BLOCK_W outputs along W per program (ROWS * BLOCK_W =
+    BLOCK; BLOCK_W the smaller of BLOCK and W's next power of two), the window unrolled; a
+    3-D window adds a depth loop, a 1-D or 2-D one is read as a 2-D window over (H, W)
+    (H = 1 for 1-D). Output coordinates come from the row index and the column, so no
+    element pays for a 64-bit division (one per element made a 1-D max pool
+    integer-bound)."""
     window = region.row.window
     (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = window.as_3d()
     deep = window.dims == 3
@@ -377,18 +382,22 @@ def _pool(region: Region):
     window_loops = _loop("a", "0", str(kh), "1", [f"ih = h0 + a * {dh}", *cols])
     if deep:
         window_loops = _loop("e", "0", str(kd), "1", [f"dz = d0 + e * {dd}", *window_loops])
-    body = ["o = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)", "m = o < outer * OD * OH * OW",
-            "ow = o % OW", "oh = (o // OW) % OH",
-            *(["od = (o // (OW * OH)) % OD", "nc = o // (OH * OW * OD)", f"d0 = od * {sd} - {pd}"] if deep
-              else ["nc = o // (OH * OW)"]),
+    body = ["pid = tl.program_id(0)", "nb = tl.cdiv(OW, BLOCK_W)",
+            "r = ((pid // nb).to(tl.int64) * ROWS + tl.arange(0, ROWS))[:, None]",
+            "ow = ((pid % nb) * BLOCK_W + tl.arange(0, BLOCK_W))[None, :]",
+            "m = (r < outer * OD * OH) & (ow < OW)", "o = r * OW + ow", "oh = r % OH",
+            *(["od = (r // OH) % OD", "nc = r // (OH * OD)", f"d0 = od * {sd} - {pd}"] if deep
+              else ["nc = r // OH"]),
             f"h0 = oh * {sh} - {ph}", f"w0 = ow * {sw} - {pw}",
-            f"acc = tl.full([BLOCK], {init}, tl.float32)",
-            "cnt = tl.zeros([BLOCK], dtype=tl.float32)",
+            f"acc = tl.full([ROWS, BLOCK_W], {init}, tl.float32)",
+            "cnt = tl.zeros([ROWS, BLOCK_W], dtype=tl.float32)",
             *window_loops]
     value = "acc" if is_max else (f"acc / {float(kd * kh * kw)!r}" if window.count_include_pad else "acc / cnt")
     body += _store(region, "o", value, "m")
-    launch = ["B = int(self.params['BLOCK'])", _call(name, region, "triton.cdiv(outer * OD * OH * OW, B)")]
-    return _kernel(name, region, body), launch
+    launch = ["B = int(self.params['BLOCK'])", "BW = min(B, triton.next_power_of_2(max(OW, 1)))",
+              _call(name, region, "triton.cdiv(outer * OD * OH, B // BW) * triton.cdiv(OW, BW)",
+                    "ROWS=B // BW, BLOCK_W=BW")]
+    return _kernel(name, region, body, ("ROWS: tl.constexpr", "BLOCK_W: tl.constexpr")), launch
 
 
 def _loss(region: Region):

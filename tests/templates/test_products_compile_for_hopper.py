@@ -1,4 +1,4 @@
-"""The matrix-product and convolution templates built by Triton's real compiler for an
+"""The matrix-product, convolution and pooling templates built by Triton's real compiler for an
 sm_90 GPU (the H200) on a machine without one (support/triton_target.py, in a fresh
 process since this session runs Triton's interpreter): the product cases with each
 float32 product and bf16 operands, and the KernelBench level-1 products of the 40-problem
@@ -129,3 +129,14 @@ def test_linear_templates_compile_for_hopper(tmp_path):
     assert not failures(rows), failures(rows)
     assert ["_linear" in [name for name, _ in r["kernels"]] for r in rows] == [True, True, False]
     assert "_mm_epilogue" in [name for name, _ in rows[2]["kernels"]]
+
+
+def test_kernelbench_pooling_at_published_sizes_compiles_for_hopper():
+    # the pooling problems of level 1: tiles of one output row (a long W, as level1/41's
+    # 65536) and of several (a W shorter than BLOCK, as level1/46's 128)
+    published_problem(KERNELBENCH / "level1" / "41_Max_Pooling_1D.py")  # skips without them
+    paths = sorted(str(p) for p in (KERNELBENCH / "level1").glob("4[1-6]_*Pooling*.py"))
+    assert len(paths) >= 4, paths
+    rows = compile_for_hopper([{"path": p, "profile": "full"} for p in paths])
+    assert not failures(rows), failures(rows)
+    assert all([name for name, _ in r["kernels"]] == ["_k0_pool"] for r in rows), rows
