@@ -8,25 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
-
-class ConfigError(ValueError):
-    """A config key or value is wrong; the message names it."""
-
-
-def _mapping(value: Any, where: str) -> dict:
-    if value is None:
-        return {}
-    try:
-        from omegaconf import DictConfig, OmegaConf
-        if isinstance(value, DictConfig):
-            value = OmegaConf.to_container(value, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf is a dependency
-        pass
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
-    return dict(value)
+from foundry.config_keys import ConfigError, checked_keys, plain_mapping
 
 
 def _check(value: Any, f: dataclasses.Field, where: str) -> Any:
@@ -60,7 +44,7 @@ def _check(value: Any, f: dataclasses.Field, where: str) -> Any:
             raise ConfigError(f"{key}: {value!r} is not one of {', '.join(choices)}")
         return value
     if kind == "map":
-        return _mapping(value, key)
+        return plain_mapping(value, key)
     return value
 
 
@@ -76,12 +60,7 @@ class _FromConfig:
 
     @classmethod
     def from_config(cls, mapping: Any):
-        data = _mapping(mapping, cls.WHERE or "config")
-        names = [f.name for f in dataclasses.fields(cls)]
-        for key in data:
-            if key not in names:
-                where = f"{cls.WHERE}.{key}" if cls.WHERE else key
-                raise ConfigError(f"unknown key {where!r}; allowed keys: {', '.join(names)}")
+        data = checked_keys(cls, mapping, group=cls.WHERE)
         kwargs = {f.name: _check(data[f.name], f, cls.WHERE) for f in dataclasses.fields(cls) if f.name in data}
         return cls(**kwargs)
 

@@ -1,33 +1,67 @@
-"""Reading a config group into a frozen dataclass: one place that turns an OmegaConf node
-into plain values and rejects keys the dataclass does not declare, naming them and the
-allowed ones."""
+"""The one home of config checking: `ConfigError`, turning a config node into a plain
+dict, rejecting keys a group does not declare, and checking a number.
+
+Every message names the key as written on the command line (`ray.num_cpus`), so a bad
+override can be found and fixed from the message alone.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Mapping
+import math
+from typing import Any, Iterable, Mapping, Sequence
 
 
-def plain_mapping(mapping: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A dict of plain values from a dict, a Mapping or an OmegaConf DictConfig."""
-    if mapping is None:
+class ConfigError(ValueError):
+    """A config key or value is wrong; the message names it as written on the command
+    line, e.g. `ray.num_cpus`."""
+
+
+def plain_mapping(value: Any, where: str = "config") -> dict[str, Any]:
+    """`value` as a plain dict: None -> {}, an OmegaConf DictConfig -> its resolved
+    plain containers, any Mapping -> a dict; anything else is a ConfigError naming `where`."""
+    if value is None:
         return {}
-    if hasattr(mapping, "items") and not isinstance(mapping, dict):
-        try:  # an OmegaConf DictConfig
-            from omegaconf import OmegaConf
-            return dict(OmegaConf.to_container(mapping, resolve=True))  # type: ignore[arg-type]
-        except Exception:  # noqa: BLE001 - a plain Mapping
-            return dict(mapping.items())
-    return dict(mapping)
+    try:
+        from omegaconf import DictConfig, OmegaConf
+        if isinstance(value, DictConfig):
+            value = OmegaConf.to_container(value, resolve=True)
+    except ImportError:  # pragma: no cover - omegaconf is a dependency
+        pass
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected a mapping, got {type(value).__name__}")
+    return dict(value)
 
 
-def checked_keys(cls: type, mapping: Mapping[str, Any] | None, *, group: str) -> dict[str, Any]:
-    """`mapping` as a plain dict, after checking every key is a field of dataclass `cls`;
-    raises ValueError naming the unknown keys of `group` and the allowed ones."""
-    data = plain_mapping(mapping)
-    allowed = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(data) - allowed)
+def check_known(keys: Iterable[str], allowed: Sequence[str], *, group: str) -> None:
+    """Raise ConfigError naming every key of `keys` not in `allowed`, dotted under `group`
+    ('ray.bogus'; just 'bogus' when `group` is ""), and listing the allowed ones."""
+    unknown = [k for k in dict.fromkeys(keys) if k not in allowed]
     if unknown:
-        raise ValueError(f"unknown {group} config key(s) {', '.join(map(repr, unknown))}; "
-                         f"allowed: {', '.join(sorted(allowed))}")
+        names = ", ".join(repr(f"{group}.{k}" if group else str(k)) for k in unknown)
+        raise ConfigError(f"unknown key{'s' if len(unknown) > 1 else ''} {names}; "
+                          f"allowed: {', '.join(allowed)}")
+
+
+def checked_keys(cls: type, mapping: Any, *, group: str) -> dict[str, Any]:
+    """`mapping` as a plain dict, after checking every key is a field of dataclass `cls`
+    (see `check_known`)."""
+    data = plain_mapping(mapping, group or "config")
+    check_known(data, [f.name for f in dataclasses.fields(cls)], group=group)
     return data
+
+
+def checked_number(value: Any, where: str, *, minimum: float = 0.0, allow_none: bool = False,
+                   integer: bool = False, strict: bool = False) -> float | int | None:
+    """`value` as a float (an int with `integer`) at least `minimum` (above it with
+    `strict`); None passes with `allow_none`; else ConfigError naming `where`."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{where} must be a number, got {value!r}")
+    if integer and not float(value).is_integer():
+        raise ConfigError(f"{where} must be an integer, got {value!r}")
+    if math.isnan(value) or value < minimum or (strict and value == minimum):
+        bound = f"> {minimum}" if strict else f">= {minimum}"
+        raise ConfigError(f"{where} must be {bound}, got {value!r}")
+    return int(value) if integer else float(value)

@@ -21,7 +21,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from actors.config import BudgetConfig, ConfigError, RayConfig, RunOptions
+from actors.config import BudgetConfig, RayConfig, RunOptions
+from foundry.config_keys import ConfigError, check_known
 from foundry.progress import ProgressView, RunProgress
 from foundry.store import EvaluationLog, RunDir, read_evaluations
 from foundry.store.report import build_report
@@ -49,9 +50,7 @@ def settings_from(cfg: Any) -> Settings:
     """Validate a composed config; raises ConfigError naming the bad key or value."""
     raw = OmegaConf.to_container(cfg, resolve=True) if isinstance(cfg, DictConfig) else dict(cfg)
     raw.pop("hydra", None)
-    unknown = [k for k in raw if k not in TOP_KEYS]
-    if unknown:
-        raise ConfigError(f"unknown top-level key {unknown[0]!r}; allowed: {', '.join(TOP_KEYS)}")
+    check_known(raw, TOP_KEYS, group="")
     seed = raw.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"seed: expected an integer, got {seed!r}")
@@ -120,6 +119,8 @@ def _load_tasks(tasks_cfg: dict, *, gpu: bool) -> list:
     from foundry.tasks.suite import SuiteConfig
     try:
         tasks = SuiteConfig.from_config(tasks_cfg).load(device="cuda" if gpu else "cpu")
+    except ConfigError:
+        raise  # names its key already (tasks.<key>)
     except ValueError as e:
         raise ConfigError(f"tasks: {e}") from None
     return list(tasks)

@@ -12,15 +12,13 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from foundry.config_keys import ConfigError, checked_keys
+
 TOPOLOGIES = ("ring", "bidirectional_ring", "all_to_all", "none")
 
 # Extra descriptor axes a config may add, each a static feature of the source
 # (see islands.descriptors.source_features), binned by declared edges.
 EXTRA_FEATURES = ("source_lines", "kernel_count", "tunable_count")
-
-
-class ConfigError(ValueError):
-    """A bad island config key or value; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -104,13 +102,8 @@ class IslandConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None) -> "IslandConfig":
-        """Build from a plain mapping (e.g. an OmegaConf node turned into a dict)."""
-        mapping = dict(mapping or {})
-        allowed = [f.name for f in dataclasses.fields(cls)]
-        for key in mapping:
-            if key not in allowed:
-                raise ConfigError(f"island: unknown key {key!r}; allowed keys: "
-                                  f"{', '.join(allowed)}")
+        """Build from a mapping (a dict or an OmegaConf node); unknown keys are rejected."""
+        mapping = checked_keys(cls, mapping, group="island")
         if "extra_axes" in mapping and mapping["extra_axes"] is None:
             mapping["extra_axes"] = {}
         for key in ("migration_fraction", "exploration_weight", "exploitation_weight",

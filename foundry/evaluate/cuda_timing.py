@@ -37,8 +37,10 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
+
+from foundry.config_keys import checked_keys
 
 TF32_POLICIES = ("off", "on", "torch-default")
 _flush_buffers: dict = {}
@@ -75,12 +77,7 @@ class GpuTimingConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None) -> "GpuTimingConfig":
-        mapping = dict(mapping or {})
-        allowed = [f.name for f in fields(cls)]
-        for key in mapping:
-            if key not in allowed:
-                raise ValueError(f"unknown GPU timing key {key!r}; allowed: {', '.join(allowed)}")
-        cfg = cls(**mapping)
+        cfg = cls(**checked_keys(cls, mapping, group="gpu_timing"))
         if cfg.tf32 not in TF32_POLICIES:
             raise ValueError(f"tf32 must be one of {TF32_POLICIES}, got {cfg.tf32!r}")
         if cfg.launch_cover_us < 0:

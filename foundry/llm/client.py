@@ -27,10 +27,11 @@ from typing import Any, Sequence
 
 import openai
 
+from foundry.config_keys import ConfigError
 from foundry.llm.accounting import (CallSink, LLMCallRecord, endpoint_of, estimate_tokens,
                                     scrub, secret_values)
 from foundry.llm.budget import Budget, BudgetExhausted
-from foundry.llm.config import KEYLESS_PLACEHOLDER, EnsembleMember, LLMConfig, LLMConfigError
+from foundry.llm.config import KEYLESS_PLACEHOLDER, EnsembleMember, LLMConfig
 
 log = logging.getLogger(__name__)
 RETRYABLE = ("rate_limited", "server_error", "timeout", "connection_error")
@@ -96,7 +97,7 @@ class LLMClient:
     def __init__(self, config: LLMConfig, *, on_call: CallSink | None = None,
                  budget: Budget | None = None, sleep=asyncio.sleep):
         if not config.enabled:
-            raise LLMConfigError("llm.provider is 'none': there is no LLM client to make")
+            raise ConfigError("llm.provider is 'none': there is no LLM client to make")
         self.config = config
         self.budget = budget or Budget(config.budget)
         self._on_call = on_call
@@ -126,7 +127,7 @@ class LLMClient:
             return key
         base = self._base_url(member)
         if self.config.provider == "openai" and (not base or "api.openai.com" in base):
-            raise LLMConfigError(
+            raise ConfigError(
                 f"llm.provider is 'openai' but the environment variable "
                 f"{env or '(llm.api_key_env unset)'} holds no API key")
         return KEYLESS_PLACEHOLDER

@@ -7,56 +7,13 @@ never part of the config: `api_key_env` names the environment variable that hold
 
 from __future__ import annotations
 
-import dataclasses
-import math
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Mapping
+
+from foundry.config_keys import ConfigError, checked_keys, checked_number, plain_mapping
 
 PROVIDERS = ("none", "openai", "vllm", "llamacpp", "compatible")
 KEYLESS_PLACEHOLDER = "no-key"  # the openai package insists on a key; local servers ignore it
-
-
-class LLMConfigError(ValueError):
-    """A bad key or value in the `llm` config."""
-
-
-def plain_mapping(value: Any, where: str) -> dict:
-    """`value` (a mapping or an OmegaConf DictConfig; None: empty) as a plain dict."""
-    if value is None:
-        return {}
-    if hasattr(value, "items"):
-        try:  # an OmegaConf DictConfig: resolve it to plain containers
-            from omegaconf import DictConfig, OmegaConf
-            if isinstance(value, DictConfig):
-                value = OmegaConf.to_container(value, resolve=True)
-        except ImportError:  # pragma: no cover - omegaconf is a dependency
-            pass
-        return dict(value.items())
-    raise LLMConfigError(f"{where} must be a mapping, got {type(value).__name__}")
-
-
-def check_keys(cls, data: Mapping, where: str) -> None:
-    """Raise LLMConfigError naming the first key of `data` that dataclass `cls` has no field for."""
-    allowed = [f.name for f in dataclasses.fields(cls)]
-    for key in data:
-        if key not in allowed:
-            raise LLMConfigError(f"unknown key {where}.{key} (allowed: {', '.join(allowed)})")
-
-
-def checked_number(value: Any, where: str, *, minimum: float = 0.0, allow_none: bool = False,
-                   integer: bool = False, strict: bool = False):
-    """`value` as a float (an int with `integer`) at least `minimum` (above it with
-    `strict`); None passes with `allow_none`; else LLMConfigError naming `where`."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise LLMConfigError(f"{where} must be a number, got {value!r}")
-    if integer and (not float(value).is_integer()):
-        raise LLMConfigError(f"{where} must be an integer, got {value!r}")
-    if math.isnan(value) or value < minimum or (strict and value == minimum):
-        bound = f"> {minimum}" if strict else f">= {minimum}"
-        raise LLMConfigError(f"{where} must be {bound}, got {value!r}")
-    return int(value) if integer else float(value)
 
 
 @dataclass(frozen=True)
@@ -70,10 +27,9 @@ class EnsembleMember:
 
     @classmethod
     def from_config(cls, mapping: Mapping, *, where: str = "llm.ensemble[]") -> "EnsembleMember":
-        data = plain_mapping(mapping, where)
-        check_keys(cls, data, where)
+        data = checked_keys(cls, mapping, group=where)
         if not data.get("model") or not isinstance(data["model"], str):
-            raise LLMConfigError(f"{where}.model must be a non-empty string")
+            raise ConfigError(f"{where}.model must be a non-empty string")
         weight = checked_number(data.get("weight", 1.0), f"{where}.weight", strict=True)
         return cls(model=data["model"], weight=weight, base_url=data.get("base_url"),
                    api_key_env=data.get("api_key_env"))
@@ -88,8 +44,7 @@ class ModelPrice:
 
     @classmethod
     def from_config(cls, mapping: Mapping, *, where: str) -> "ModelPrice":
-        data = plain_mapping(mapping, where)
-        check_keys(cls, data, where)
+        data = checked_keys(cls, mapping, group=where)
         return cls(input=checked_number(data.get("input", 0.0), f"{where}.input"),
                    output=checked_number(data.get("output", 0.0), f"{where}.output"))
 
@@ -110,8 +65,7 @@ class BudgetConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping | None, *, where: str = "llm.budget") -> "BudgetConfig":
-        data = plain_mapping(mapping, where)
-        check_keys(cls, data, where)
+        data = checked_keys(cls, mapping, group=where)
         return cls(
             max_calls=checked_number(data.get("max_calls"), f"{where}.max_calls", allow_none=True, integer=True),
             max_tokens=checked_number(data.get("max_tokens"), f"{where}.max_tokens", allow_none=True, integer=True),
@@ -127,7 +81,7 @@ class BudgetConfig:
         process), so that together they never exceed it; the wall-time limit is shared
         as is. Calls and tokens round down (a part may get none)."""
         if parts < 1:
-            raise LLMConfigError(f"cannot share an LLM budget over {parts} parts")
+            raise ConfigError(f"cannot share an LLM budget over {parts} parts")
 
         def split(v, integer):
             if v is None:
@@ -176,12 +130,11 @@ class LLMConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping | None) -> "LLMConfig":
-        data = plain_mapping(mapping, "llm")
-        check_keys(cls, data, "llm")
+        data = checked_keys(cls, mapping, group="llm")
         data = {k: (None if v == "???" else v) for k, v in data.items()}  # Hydra's MISSING
         provider = data.get("provider", "none")
         if provider not in PROVIDERS:
-            raise LLMConfigError(f"llm.provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
+            raise ConfigError(f"llm.provider must be one of {', '.join(PROVIDERS)}, got {provider!r}")
         ensemble = tuple(
             EnsembleMember.from_config(m, where=f"llm.ensemble[{i}]")
             for i, m in enumerate(data.get("ensemble") or ()))
@@ -189,7 +142,7 @@ class LLMConfig:
                   for k, v in plain_mapping(data.get("prices"), "llm.prices").items()}
         reply_format = data.get("reply_format", "auto")
         if reply_format not in ("auto", "full", "diff"):
-            raise LLMConfigError(f"llm.reply_format must be auto, full or diff, got {reply_format!r}")
+            raise ConfigError(f"llm.reply_format must be auto, full or diff, got {reply_format!r}")
         cfg = cls(
             provider=provider,
             base_url=data.get("base_url"),
@@ -213,8 +166,8 @@ class LLMConfig:
         )
         if cfg.enabled:
             if not cfg.ensemble and not cfg.model:
-                raise LLMConfigError(f"llm.model is required for provider {provider!r} "
-                                     "(or give llm.ensemble)")
+                raise ConfigError(f"llm.model is required for provider {provider!r} "
+                                  "(or give llm.ensemble)")
             if not cfg.base_url and provider != "openai":
-                raise LLMConfigError(f"llm.base_url is required for provider {provider!r}")
+                raise ConfigError(f"llm.base_url is required for provider {provider!r}")
         return cfg

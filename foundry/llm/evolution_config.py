@@ -6,7 +6,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Mapping
 
-from foundry.llm.config import LLMConfigError, check_keys, checked_number, plain_mapping
+from foundry.config_keys import ConfigError, checked_keys, checked_number
 
 SELECTIONS = ("softmax", "ucb")
 EDIT_STRATEGIES = ("improve", "specialise", "generalise", "simplify", "elaborate")
@@ -37,18 +37,17 @@ class PromptEvolutionConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping | None) -> "PromptEvolutionConfig":
-        data = plain_mapping(mapping, "prompt")
-        check_keys(cls, data, "prompt")
+        data = checked_keys(cls, mapping, group="prompt")
         defaults = cls()
         selection = data.get("selection", defaults.selection)
         if selection not in SELECTIONS:
-            raise LLMConfigError(f"prompt.selection must be one of {', '.join(SELECTIONS)}, "
-                                 f"got {selection!r}")
+            raise ConfigError(f"prompt.selection must be one of {', '.join(SELECTIONS)}, "
+                              f"got {selection!r}")
         strategies = tuple(data.get("edit_strategies") or EDIT_STRATEGIES)
         for s in strategies:
             if s not in EDIT_STRATEGIES:
-                raise LLMConfigError(f"prompt.edit_strategies: unknown strategy {s!r} "
-                                     f"(allowed: {', '.join(EDIT_STRATEGIES)})")
+                raise ConfigError(f"prompt.edit_strategies: unknown strategy {s!r} "
+                                  f"(allowed: {', '.join(EDIT_STRATEGIES)})")
         values = {}
         for f in dataclasses.fields(cls):
             if f.name in ("selection", "edit_strategies", "builtin_variants"):

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from foundry.config_keys import checked_keys
 from foundry.tasks.loader import PROFILES, TaskError, load_task
 from foundry.types import Task
 
@@ -190,11 +191,7 @@ class SuiteConfig:
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any]) -> "SuiteConfig":
-        allowed = [f.name for f in dataclasses.fields(cls)]
-        for key in mapping:
-            if key not in allowed:
-                raise TaskError(f"unknown tasks config key {key!r} (allowed: {', '.join(allowed)})")
-        values = dict(mapping)
+        values = checked_keys(cls, mapping, group="tasks")
         level = values.get("level")
         if level is not None and not isinstance(level, int):
             level = tuple(int(x) for x in level)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from hydra import compose, initialize_config_module
 
-from actors.config import ConfigError
+from foundry.config_keys import ConfigError
 from foundry.run import settings_from
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,8 +44,13 @@ def test_bad_values_are_named(override, named):
 
 
 def test_unknown_group_key_is_named():
-    with pytest.raises(ConfigError, match="ray.bogus"):
+    with pytest.raises(ConfigError, match=r"unknown key 'ray\.bogus'; allowed: address, num_cpus, "):
         settings_from(_compose("+ray.bogus=1"))
+
+
+def test_unknown_top_level_key_is_named():
+    with pytest.raises(ConfigError, match=r"unknown key 'bogus'; allowed: tasks, llm, "):
+        settings_from(_compose("+bogus=1"))
 
 
 def _cli(*args):

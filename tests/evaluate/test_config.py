@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from foundry.config_keys import ConfigError
 from foundry.evaluate import EvalConfig
 
 CONF = Path(__file__).resolve().parents[2] / "conf" / "evaluator" / "default.yaml"
@@ -17,7 +18,7 @@ def test_defaults_and_overrides():
 
 
 def test_unknown_key_is_named_with_the_allowed_ones():
-    with pytest.raises(ValueError, match=r"'trails'.*allowed:.*trials"):
+    with pytest.raises(ConfigError, match=r"unknown key 'evaluator\.trails'; allowed: .*trials"):
         EvalConfig.from_config({"trails": 3})
 
 

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from foundry.config_keys import ConfigError
 from foundry.evaluate import cuda_device as cd
 from foundry.evaluate import cuda_timing as ct
 from foundry import hardware
@@ -65,7 +66,7 @@ def test_static_patterns_catch_streams_and_timer_patching():
 
 def test_timing_config_rejects_unknown_keys_and_bad_policy():
     assert ct.GpuTimingConfig.from_config({"tf32": "on"}).tf32 == "on"
-    with pytest.raises(ValueError, match="unknown GPU timing key 'warmup'.*allowed"):
+    with pytest.raises(ConfigError, match=r"unknown key 'gpu_timing\.warmup'; allowed: warmup_ms, "):
         ct.GpuTimingConfig.from_config({"warmup": 1})
     with pytest.raises(ValueError, match="tf32"):
         ct.GpuTimingConfig.from_config({"tf32": "maybe"})

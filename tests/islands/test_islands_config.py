@@ -23,7 +23,7 @@ def test_paper_defaults():
 
 
 def test_unknown_key_is_rejected_with_its_name_and_the_allowed_keys():
-    with pytest.raises(ConfigError, match=r"unknown key 'migration_intervall'.*"
+    with pytest.raises(ConfigError, match=r"unknown key 'island\.migration_intervall'; allowed: .*"
                                           r"migration_interval"):
         IslandConfig.from_config({"migration_intervall": 5})
 

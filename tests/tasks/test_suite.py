@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from foundry.config_keys import ConfigError
 from foundry.tasks.loader import TaskError, build_module
 from foundry.tasks.suite import SuiteConfig, default_suite_path, load_suite, resolve_profile
 
@@ -126,7 +127,7 @@ def test_profile_auto_and_config(tmp_path):
     cfg = SuiteConfig.from_config({"path": None, "level": 1, "ids": [8, 11], "profile": "auto", "limit": None})
     assert [t.task_id for t in cfg.load(device="cpu")] == ["level1/08_ReLU", "level1/11_Sigmoid"]
     assert all(t.size_profile == "full" for t in cfg.load(device="cuda"))
-    with pytest.raises(TaskError, match="unknown tasks config key 'lvl' .*allowed: path, level, ids, profile, limit"):
+    with pytest.raises(ConfigError, match=r"unknown key 'tasks\.lvl'; allowed: path, level, ids, profile, limit"):
         SuiteConfig.from_config({"lvl": 1})
     with pytest.raises(TaskError, match="tasks.profile must be one of"):
         SuiteConfig.from_config({"profile": "medium"})
