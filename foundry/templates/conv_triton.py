@@ -218,10 +218,12 @@ def _phase_taps(r, s, p, d, k):
 
 class _CONV:
     """One convolution of fixed geometry (stride, padding, dilation, output padding per
-    spatial dim, groups) run on the module's own weight and bias."""
+    spatial dim, groups) run on the module's own weight and bias; its tile parameters are
+    those named `prefix` + BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages, DW_BLOCK."""
 
-    def __init__(self, params, *, dims, transposed, stride, padding, dilation, groups, output_padding):
-        self.params = params
+    def __init__(self, params, *, dims, transposed, stride, padding, dilation, groups, output_padding, prefix=""):
+        self.params = {k[len(prefix):]: v for k, v in params.items() if k.startswith(prefix)}
+        self.params.setdefault("F32_DOT", params.get("F32_DOT", "ieee"))
         self.dims = dims
         self.transposed = transposed
         lead = 3 - dims
@@ -290,18 +292,26 @@ class _CONV:
 '''
 
 
-def _init_line(index: int, conv: Conv) -> str:
+def conv_init_line(index: int, conv: Conv, prefix: str = "") -> str:
+    """The constructor line of `self._conv<index>`, reading its tile parameters under `prefix`."""
+    extra = f", prefix={prefix!r}" if prefix else ""
     return (f"self._conv{index} = _CONV(params, dims={conv.dims}, transposed={conv.transposed}, "
             f"stride={conv.stride!r}, padding={conv.padding!r}, dilation={conv.dilation!r}, "
-            f"groups={conv.groups}, output_padding={conv.output_padding!r})")
+            f"groups={conv.groups}, output_padding={conv.output_padding!r}{extra})")
+
+
+def conv_sources(convs: tuple) -> tuple[str, str]:
+    """(kernel definitions, launcher source) of the convolution kernels for `convs`."""
+    return (KERNEL.replace("@PRECISION@", dot_precision_arg(chain_dtype(convs))),
+            LAUNCHER.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG))
 
 
 
 def emit_convs(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:
-    kernel = KERNEL.replace("@PRECISION@", dot_precision_arg(chain_dtype(desc.convs)))
+    kernel, launcher = conv_sources(desc.convs)
     note = ("Template candidate (triton backend): each convolution as one implicit-GEMM Triton kernel "
             "(a depthwise one as a direct kernel) on the module's own weight and bias.")
     return assemble(desc=desc, task_source=task_source, backend="triton", header=header,
-                    kernel_defs=kernel, launchers=[LAUNCHER.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG)],
-                    init_lines=[_init_line(i, c) for i, c in enumerate(desc.convs)],
+                    kernel_defs=kernel, launchers=[launcher],
+                    init_lines=[conv_init_line(i, c) for i, c in enumerate(desc.convs)],
                     tunable=tunable, params=params, note=note)

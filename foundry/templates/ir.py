@@ -247,7 +247,9 @@ class Description:
     matrix product of two inputs, that product (no regions; the Triton matrix-product
     template applies). `convs`: when the forward is only a chain of convolution modules,
     each applied to the previous one's output, those convolutions in order (no regions;
-    the Triton convolution template applies).
+    the Triton convolution template applies). `prologue_convs`: when the forward has
+    regions, the convolution modules it calls before them (one per module, in call
+    order), where the Triton convolution kernels take every one (template "conv").
     """
 
     regions: tuple  # of Region
@@ -258,6 +260,7 @@ class Description:
     linear_forward: str | None = None  # forward calling `self._mm(x, ...)` (matmul template)
     gemm: Gemm | None = None  # forward_src then calls `self._gemm(a, b)`
     convs: tuple = ()  # of Conv; forward_src then calls `self._conv<i>(x, weight, bias)`
+    prologue_convs: tuple = ()  # of Conv: the convolution prologues (template "conv")
 
     @property
     def families(self) -> tuple:

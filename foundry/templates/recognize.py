@@ -22,7 +22,7 @@ from foundry.templates.decompose import decompose
 from foundry.templates.forward import find_linear_epilogue, find_prologues, rewrite_forward
 from foundry.templates.fxutil import NotCovered, node_dtype, node_shape, tensor_dtypes
 from foundry.templates.ops import pointwise_of, rowop_of
-from foundry.templates.recognize_conv import describe_convs
+from foundry.templates.recognize_conv import describe_convs, prologue_convs
 from foundry.templates.recognize_gemm import describe_gemm
 
 _IDENTITY_ON_ONE = ("sum", "mean", "max", "min", "logsumexp", "prod")
@@ -385,7 +385,8 @@ def describe(model: nn.Module, inputs) -> Description:
     prologues = tuple(find_prologues(gm, modules))
     lin, lin_region, lin_fwd = find_linear_epilogue(gm, modules, [g for _, g in regions], built)
     return Description(regions=tuple(built), forward_src=src, prologues=prologues,
-                       linear_epilogue=lin, linear_region=lin_region, linear_forward=lin_fwd)
+                       linear_epilogue=lin, linear_region=lin_region, linear_forward=lin_fwd,
+                       prologue_convs=prologue_convs(gm))
 
 
 def _build_region(name, g, extra, modules) -> Region:

@@ -14,6 +14,10 @@ _CONVS = {nn.Conv1d: (1, False), nn.Conv2d: (2, False), nn.Conv3d: (3, False),
           nn.ConvTranspose1d: (1, True), nn.ConvTranspose2d: (2, True), nn.ConvTranspose3d: (3, True)}
 
 
+def is_conv_module(module: object) -> bool:
+    return type(module) in _CONVS
+
+
 def _module_expression(target: str) -> str:
     """The forward expression of the submodule at dotted path `target`."""
     parts = target.split(".")
@@ -36,7 +40,7 @@ def _numeric_padding(conv: nn.Module, dims: int) -> tuple:
     return tuple(t // 2 for t in totals)
 
 
-def _conv_of(node: fx.Node, conv: nn.Module) -> Conv:
+def conv_of(node: fx.Node, conv: nn.Module) -> Conv:
     """The Conv of one module call. Raises NotCovered for a form the template does not
     take (padding other than zeros, an unbatched input, integer or mixed dtypes)."""
     dims, transposed = _CONVS[type(conv)]
@@ -67,7 +71,7 @@ def describe_convs(gm: fx.GraphModule) -> Description | None:
     NotCovered when it is such a chain in a form the template does not take."""
     modules = dict(gm.named_modules())
     nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
-    if not nodes or any(n.op != "call_module" or type(modules.get(n.target)) not in _CONVS for n in nodes):
+    if not nodes or any(n.op != "call_module" or not is_conv_module(modules.get(n.target)) for n in nodes):
         return None
     out = next(n for n in gm.graph.nodes if n.op == "output")
     if out.args[0] is not nodes[-1]:
@@ -83,7 +87,7 @@ def describe_convs(gm: fx.GraphModule) -> Description | None:
         elif src is not previous or len(previous.users) != 1:
             return None
         previous = n
-    convs = tuple(_conv_of(n, modules[n.target]) for n in nodes)
+    convs = tuple(conv_of(n, modules[n.target]) for n in nodes)
     places = [str(n.target) for n in gm.graph.nodes if n.op == "placeholder"]
     x = str(nodes[0].args[0].target)
     lines = [f"def forward(self, {', '.join(places)}):"]
@@ -91,3 +95,22 @@ def describe_convs(gm: fx.GraphModule) -> Description | None:
         lines.append(f"    {x} = self._conv{i}({x}, {c.module}.weight, {c.module}.bias)")
     lines.append(f"    return {x}")
     return Description(regions=(), forward_src="\n".join(lines) + "\n", convs=convs)
+
+
+def prologue_convs(gm: fx.GraphModule) -> tuple:
+    """The Conv of each convolution module that a forward with fused regions calls (one
+    per module, in call order); () where there is none, or where the convolution kernels
+    do not take one of them (see `conv_of`) or its path is not an attribute name."""
+    modules = dict(gm.named_modules())
+    found: dict[str, Conv] = {}
+    for n in gm.graph.nodes:
+        if n.op != "call_module" or not is_conv_module(modules.get(n.target)):
+            continue
+        if not str(n.target).isidentifier() or n.kwargs or len(n.args) != 1:
+            return ()
+        if n.target not in found:
+            try:
+                found[n.target] = conv_of(n, modules[n.target])
+            except NotCovered:
+                return ()
+    return tuple(found.values())

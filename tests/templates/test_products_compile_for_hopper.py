@@ -140,3 +140,17 @@ def test_kernelbench_pooling_at_published_sizes_compiles_for_hopper():
     rows = compile_for_hopper([{"path": p, "profile": "full"} for p in paths])
     assert not failures(rows), failures(rows)
     assert all([name for name, _ in r["kernels"]] == ["_k0_pool"] for r in rows), rows
+
+
+def test_conv_kernels_template_compiles_for_hopper(tmp_path):
+    task = make_task(tmp_path, "conv_relu_bias", forward="return torch.relu(self.conv(x)) + self.b", sig="x",
+                     init="self.conv = nn.Conv2d(16, 32, 3, padding=1)\nself.b = nn.Parameter(torch.randn(32, 1, 1))",
+                     inputs="[torch.randn(2, 16, 40, 40)]")
+    up = make_task(tmp_path, "transposed_tanh", forward="return torch.tanh(self.up(x))", sig="x",
+                   init="self.up = nn.ConvTranspose2d(16, 8, 3, stride=2, padding=1, output_padding=1)",
+                   inputs="[torch.randn(2, 16, 20, 20)]")
+    rows = compile_for_hopper([{"path": str(t.path), "variant": "conv", "params": {"F32_DOT": dot}}
+                               for t in (task, up) for dot in F32_DOT])
+    assert not failures(rows), failures(rows)
+    names = [{name for name, _ in r["kernels"]} for r in rows]
+    assert all("_conv" in n for n in names[:2]) and all("_conv_transposed" in n for n in names[2:]), names
