@@ -3,15 +3,16 @@ problems at their published sizes: what the judge found per task, and the geomet
 over the whole sample.
 
     python benchmarks/kernelbench_sample.py [--path ../shared/kernelbench] [--every 4]
-        [--levels 1 2] [--wall-s 540] [--keep DIR] [--resume] [--max-autotune]
+        [--levels 1 2] [--wall-s 540] [--keep DIR] [--resume | --report-only] [--max-autotune]
         [--override key=value ...] [--out sample.json]
 
 The sample: of each level's problem files present in `--path`, ordered by problem number,
 every `--every`-th starting with the first (every 4th of levels 1 and 2: 40 problems). The
 main job runs on it (`python -m foundry tasks=kernelbench ... llm=none`, its default
 search: compiler seeds, templates, tuning); `--resume` continues the run kept in `--keep`
-(`resume=<run dir>`), so a sample larger than one sitting is judged over several. Then,
-in this process, on the same machine:
+(`resume=<run dir>`), so a sample larger than one sitting is judged over several;
+`--report-only` runs no sitting and reports the run kept in `--keep` (e.g. to time
+max-autotune's baselines on their own). Then, in this process, on the same machine:
 
 - every task's eager and torch.compile (default mode) baselines, through the judge
   (cached on disk: the run's own where it measured them; a task whose every candidate
@@ -134,6 +135,7 @@ def main() -> int:
     ap.add_argument("--wall-s", type=float, default=540.0, help="budget.wall_time_s of this sitting")
     ap.add_argument("--keep", default="", help="folder for the run directory and its log (default: a temp dir)")
     ap.add_argument("--resume", action="store_true", help="continue the run kept in --keep")
+    ap.add_argument("--report-only", action="store_true", help="no sitting: report the run kept in --keep")
     ap.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune')")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--override", nargs="*", default=[], help="more Hydra overrides for the main job")
@@ -151,22 +153,27 @@ def main() -> int:
     else:
         ids = sorted(f"{p.parent.name}/{p.stem}" for p in tasks_dir.glob("level*/*.py"))
     print(f"{len(ids)} problems (every {a.every}th of levels {a.levels}): {', '.join(ids)}", flush=True)
-    if a.resume and not (run_dir / "run.json").exists():
-        raise SystemExit(f"--resume: no run to continue in {run_dir}")
+    if a.resume and a.report_only:
+        raise SystemExit("--resume and --report-only: choose one")
+    for flag, given in (("--resume", a.resume), ("--report-only", a.report_only)):
+        if given and not (run_dir / "run.json").exists():
+            raise SystemExit(f"{flag}: no run in {run_dir}")
     levels = ",".join(str(v) for v in a.levels)
     cmd = [sys.executable, "-m", "foundry", "tasks=kernelbench", f"tasks.path={tasks_dir}", f"tasks.level=[{levels}]",
            "tasks.ids=null", "llm=none", "budget.evaluations=null", f"budget.wall_time_s={a.wall_s}",
            "run.progress=log", "run.progress_every_s=60",
            *([f"resume={run_dir}"] if a.resume else [f"hydra.run.dir={run_dir}"]), *a.override]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
-    wall = time.monotonic() - t0
-    with open(keep / "run.log", "a") as log:
-        log.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
-    print(f"main job: exit {proc.returncode} after {wall:.0f} s", flush=True)
-    if proc.returncode != 0:
-        print(proc.stdout[-2000:] + proc.stderr[-3000:], flush=True)
+    wall = 0.0
+    if not a.report_only:
+        t0 = time.monotonic()
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        with open(keep / "run.log", "a") as log:
+            log.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+        print(f"main job: exit {proc.returncode} after {wall:.0f} s", flush=True)
+        if proc.returncode != 0:
+            print(proc.stdout[-2000:] + proc.stderr[-3000:], flush=True)
     rows = task_rows(run_dir, ids)
     fill_baselines(rows, tasks_dir, device=a.device, max_autotune=a.max_autotune)
     result = {"problems": ids, "rule": f"every {a.every}th problem of levels {a.levels} by number",

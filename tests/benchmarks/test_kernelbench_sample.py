@@ -43,3 +43,15 @@ def test_a_task_without_a_kernel_counts_at_eagers_time(bench):
     assert f["vs_max_autotune"] == pytest.approx(1.2) and f["vs_max_autotune_tasks"] == 1
     assert f["memory_bound_tasks"] == 2 and f["memory_bound_lowest"] == ("c", 0.4)
     assert f["memory_bound_floor_fraction_geomean"] == pytest.approx(math.sqrt(0.36))
+
+
+@pytest.mark.parametrize("flags,message", [(["--report-only"], "--report-only: no run in"),
+                                           (["--resume"], "--resume: no run in"),
+                                           (["--resume", "--report-only"], "choose one")])
+def test_resume_and_report_only_need_a_kept_run(bench, tmp_path, monkeypatch, flags, message):
+    (tmp_path / "kb" / "level1").mkdir(parents=True)
+    (tmp_path / "kb" / "level1" / "1_Problem.py").write_text("")
+    monkeypatch.setattr("sys.argv", ["kernelbench_sample.py", "--path", str(tmp_path / "kb"), "--levels", "1",
+                                     "--keep", str(tmp_path / "keep"), *flags])
+    with pytest.raises(SystemExit, match=message):
+        bench.main()
