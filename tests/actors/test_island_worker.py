@@ -12,7 +12,9 @@ from actors.standins import CopyKernelProposer, FixedCostEvaluator, copy_candida
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, Stage
 
 
-def make_worker(task, *, index=0, budget=None, in_flight=3, proposer=None, prompts=None):
+def budgeted_submit(budget):
+    """The dispatcher's part, stood in: candidates judged at a fixed cost until `budget`
+    evaluations (None: no limit), then every submission refused."""
     ev = FixedCostEvaluator()
     state = {"n": 0}
 
@@ -22,11 +24,14 @@ def make_worker(task, *, index=0, budget=None, in_flight=3, proposer=None, promp
             return cand, None, "", "all: evaluation budget spent"
         state["n"] += 1
         return cand, ev.evaluate(task=t, candidate=cand), "ev-0", ""
+    return submit
 
+
+def make_worker(task, *, index=0, budget=None, in_flight=3, proposer=None, prompts=None):
     hosts = {task.task_id: IslandHost(make_island(island={"count": 2}, island_index=index,
                                                   task_id=task.task_id, seed=0))}
     return IslandWorker(island_index=index, tasks={task.task_id: task}, hosts=hosts,
-                        proposer=proposer or CopyKernelProposer(island_index=index), submit=submit,
+                        proposer=proposer or CopyKernelProposer(island_index=index), submit=budgeted_submit(budget),
                         prompts=prompts, backend="c", in_flight=in_flight)
 
 
@@ -296,16 +301,7 @@ def several_tasks_worker(relu_task, count, *, proposer=None, budget=None, in_fli
     """A worker over `count` copies of the ReLU task (t0, t1, ...)."""
     tasks = {f"t{k}": dataclasses.replace(relu_task, task_id=f"t{k}") for k in range(count)}
     hosts = {t: IslandHost(make_island(island={"count": 2}, island_index=0, task_id=t, seed=0)) for t in tasks}
-    state = {"n": 0}
-
-    async def submit(t, cand):
-        await asyncio.sleep(0.001)
-        if budget is not None and state["n"] >= budget:
-            return cand, None, "", "all: evaluation budget spent"
-        state["n"] += 1
-        return cand, FixedCostEvaluator().evaluate(task=t, candidate=cand), "ev-0", ""
-
-    return IslandWorker(island_index=0, tasks=tasks, hosts=hosts, submit=submit, backend="c",
+    return IslandWorker(island_index=0, tasks=tasks, hosts=hosts, submit=budgeted_submit(budget), backend="c",
                         proposer=proposer or CopyKernelProposer(island_index=0), in_flight=in_flight)
 
 
