@@ -20,12 +20,15 @@ def judge():
         yield ev
 
 
-@pytest.mark.parametrize("name,backend", [("softmax_rows", "c"), ("cumsum_reverse", "c"), ("sum_dim1", "triton"),
-                                          ("conv_relu_avgpool", "c"), ("conv_relu_avgpool", "triton")])
-def test_template_candidate_passes_every_guard(judge, name, backend):
+@pytest.mark.parametrize("name,backend,variant", [
+    ("softmax_rows", "c", "fused"), ("cumsum_reverse", "c", "fused"), ("sum_dim1", "triton", "fused"),
+    ("conv_relu_avgpool", "c", "fused"), ("conv_relu_avgpool", "triton", "fused"),
+    ("conv_relu_avgpool", "triton", "conv"), ("gemm_gelu_bias", "triton", "matmul"),
+    ("gemm_gelu_bias", "triton", "linear")])
+def test_template_candidate_passes_every_guard(judge, name, backend, variant):
     task = load_task(TASKS / f"{name}.py", profile="small")
-    cand = Candidate.make(task_id=task.task_id, source=emit(task, backend=backend), backend=backend,
-                          origin="template")
+    cand = Candidate.make(task_id=task.task_id, source=emit(task, backend=backend, variant=variant),
+                          backend=backend, origin="template")
     r = judge.evaluate(task=task, candidate=cand)
     assert r.flags == () and r.correct, r.error
     assert r.runtime_ms and r.runtime_ms > 0
