@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from foundry.templates.dot_precision import F32_DOT
-from foundry.templates.engine import coverage, describe_task
+from foundry.templates.engine import coverage, describe_task, variants
 from support.triton_target import UNSUPPORTED
 from tests.templates.helpers import make_task, published_problem
 from tests.templates.product_cases import CONV_BLOCKS, CONV_CASES, GEMM_BLOCKS, GEMM_CASES
@@ -154,3 +154,17 @@ def test_conv_kernels_template_compiles_for_hopper(tmp_path):
     assert not failures(rows), failures(rows)
     names = [{name for name, _ in r["kernels"]} for r in rows]
     assert all("_conv" in n for n in names[:2]) and all("_conv_transposed" in n for n in names[2:]), names
+
+
+def test_kernelbench_level2_convolutions_with_conv_kernels_compile_for_hopper():
+    # the level-2 convolution tasks of the 40-problem sample (every 4th problem by number),
+    # template "conv" at their published sizes: the regions' kernels and the convolutions'
+    published_problem(KERNELBENCH / "level2" / "1_Conv2D_ReLU_BiasAdd.py")  # skips without them
+    numbered = {int(p.name.split("_", 1)[0]): p for p in (KERNELBENCH / "level2").glob("*_*.py")}
+    paths = [str(numbered[n]) for n in sorted(numbered)[::4]
+             if "conv" in variants(published_problem(numbered[n]), "triton")]
+    assert len(paths) >= 10, paths
+    rows = compile_for_hopper([{"path": p, "profile": "full", "variant": "conv"} for p in paths])
+    assert not failures(rows), failures(rows)
+    assert all({"_conv", "_conv_transposed", "_conv_depthwise"} & {name for name, _ in r["kernels"]}
+               for r in rows), rows
