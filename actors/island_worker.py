@@ -2,8 +2,8 @@
 
 `in_flight` slot coroutines each repeat: pick the open task this island has served least
 (its evaluations here, replayed ones included, plus its steps that ended without one and
-those running now; ties go round-robin), build a request from the task's island (parent, inspirations, mode), ask the prompt
-evolver for a prompt, call the proposer, submit the child for evaluation, add it to the
+those running now; ties go round-robin), build a request from the task's island (parent,
+inspirations, mode), ask the prompt evolver for a prompt, call the proposer, submit the child for evaluation, add it to the
 parent's island (this one: a child always lands on its parent's island), report the
 outcome to the prompt evolver and put the record in the outbox the driver drains.
 Candidates handed over by `resubmit` (unfinished when a previous run stopped) are

@@ -1,8 +1,9 @@
 """Tile and float32-product choices of the matrix-product templates on a CUDA GPU: for each
 task whose forward is a lone matmul, a chain of convolutions or an nn.Linear with a
 pointwise epilogue, time a fixed list of configurations (dot_precision.F32_DOT x tile
-shapes; for lone products also the first tile without the K-contiguous copy) in-process (CUDA events, L2 flushed, median of 30, TF32 off as the judge runs
-it) beside eager and torch.compile, and print every configuration's time and the best.
+shapes; for lone products also the first tile without the K-contiguous copy) in-process
+(CUDA events, L2 flushed, median of 30, TF32 off as the judge runs it) beside eager and
+torch.compile, and print every configuration's time and the best.
 It picks template defaults; the judge's figures come from the main job.
 
     python benchmarks/product_configs_gpu.py --path DIR [--level 1 2] [--only SUBSTR ...]

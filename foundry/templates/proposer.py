@@ -1,11 +1,11 @@
 """TemplateProposer: the offline mutation operator (no LLM).
 
 translate -> a first template candidate for the request's backend (island i takes the
-i-th of the templates that apply, in the order `engine.variants` gives, fastest first); optimize -> one
-mutation of the parent (a TUNABLE value, the template choice, or a fusion boundary);
-repair -> another template or another parameter point than the failed parent's. A task no
-template covers gets a candidate with empty source and the note "no template applies;
-needs an LLM (...)".
+i-th of the templates that apply, in the order `engine.variants` gives, fastest first);
+optimize -> one mutation of the parent (a TUNABLE value, the template choice, or a fusion
+boundary); repair -> another template or another parameter point than the failed
+parent's. A task no template covers gets a candidate with empty source and the note "no
+template applies; needs an LLM (...)".
 """
 
 from __future__ import annotations

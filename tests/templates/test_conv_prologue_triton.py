@@ -20,7 +20,8 @@ BLOCKS = {"BLOCK": 64, "CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 1
 
 CASES = [
     ("conv2d_relu_bias", "return torch.relu(self.conv(x)) + self.b",
-     "self.conv = nn.Conv2d(3, 8, 3, padding=1)\nself.b = nn.Parameter(torch.randn(8, 1, 1))", "[torch.randn(2, 3, 9, 10)]"),
+     "self.conv = nn.Conv2d(3, 8, 3, padding=1)\nself.b = nn.Parameter(torch.randn(8, 1, 1))",
+     "[torch.randn(2, 3, 9, 10)]"),
     ("transposed2d_strided_tanh", "return torch.tanh(self.up(x)) * 0.5",
      "self.up = nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1)", "[torch.randn(2, 4, 5, 6)]"),
     ("conv3d_channel_softmax", "return torch.softmax(self.conv(x), dim=1)",
