@@ -2,8 +2,9 @@
 tiled Triton matmul reading both operands through their strides (a broadcast operand is
 never copied; with K_CONTIGUOUS a float32 operand whose K dim is not its contiguous one
 is copied once so that it is, by a tiled Triton copy: torch's copy of a transposed tall
-matrix ran at a tenth of the bandwidth on the H200), tiles in grouped order (GROUP_M), accumulating in float32
-(float32 tiles multiplied as dot_precision.F32_DOT says). With SPLIT_K > 1 the K range
+matrix ran at under a tenth of the copy bandwidth on the H200), tiles in grouped order
+(GROUP_M), accumulating in float32 (float32 tiles multiplied as dot_precision.F32_DOT
+says). With SPLIT_K > 1 the K range
 is cut into slices, one program per (tile, slice, batch) writing its float32 partial tile
 to a [SPLIT_K, batch, M, N] workspace, and a second kernel sums the slices in slice order
 (deterministic: no atomics) into the output. Unit strides are constexprs, so the

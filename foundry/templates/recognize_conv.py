@@ -15,6 +15,7 @@ _CONVS = {nn.Conv1d: (1, False), nn.Conv2d: (2, False), nn.Conv3d: (3, False),
 
 
 def is_conv_module(module: object) -> bool:
+    """Whether `module` is one of the convolution modules the templates take (exact types)."""
     return type(module) in _CONVS
 
 
