@@ -6,8 +6,8 @@ matrix ran at under a tenth of the copy bandwidth on the H200), tiles in grouped
 (GROUP_M), accumulating in float32 (float32 tiles multiplied as dot_precision.F32_DOT
 says). With SPLIT_K > 1 the K range is cut into slices, one program per (tile, slice,
 batch) writing its float32 partial tile to a [SPLIT_K, batch, M, N] workspace, and a
-second kernel sums the slices in slice order (deterministic: no atomics) into the output. Unit strides are constexprs, so the
-compiler sees which dim of each tile is contiguous."""
+second kernel sums the slices in slice order (deterministic: no atomics) into the output.
+Unit strides are constexprs, so the compiler sees which dim of each tile is contiguous."""
 
 from __future__ import annotations
 
