@@ -97,12 +97,16 @@ STORE = """    if HAS_BIAS:
     tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
 """
 
-KERNEL = f'''@triton.jit
-def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
-          KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
+# Triton source: the implicit-GEMM kernels' last parameters (kernel size, stride, padding
+# and dilation per spatial dim, the bias switch, the tile and the float32 product)
+GEOMETRY_AND_TILES = """          KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
           SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
           DH: tl.constexpr, DW: tl.constexpr, HAS_BIAS: tl.constexpr,
-          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr):
+          BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr"""
+
+KERNEL = f'''@triton.jit
+def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
+{GEOMETRY_AND_TILES}):
 {_rows("od oh ow", "OD OH OW")}    KVOL = KD * KH * KW
     K = CIN_G * KVOL
     for k0 in range(0, K, BLOCK_K):
@@ -124,10 +128,7 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
 @triton.jit
 def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
                      QD, QH, QW, RD, RH, RW, KD0, KH0, KW0, CD, CH, CW, TD, TH, TW,
-                     KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
-                     SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DD: tl.constexpr,
-                     DH: tl.constexpr, DW: tl.constexpr, HAS_BIAS: tl.constexpr,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, F32_DOT: tl.constexpr):
+{GEOMETRY_AND_TILES}):
     # one phase of the output: positions od = qd * SD + RD (and so for h, w); only the taps
     # kd = KD0 + j * TD, j < CD, reach them, each from input qd + (RD + PD - kd * DD) / SD
 {_rows("qd qh qw", "QD QH QW")}    TAPS = CD * CH * CW
