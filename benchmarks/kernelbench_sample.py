@@ -3,8 +3,8 @@ problems at their published sizes: what the judge found per task, and the geomet
 over the whole sample.
 
     python benchmarks/kernelbench_sample.py [--path ../shared/kernelbench] [--every 4]
-        [--levels 1 2] [--wall-s 540] [--keep DIR] [--resume | --report-only] [--max-autotune]
-        [--override key=value ...] [--out sample.json]
+        [--levels 1 2] [--wall-s 540] [--keep DIR] [--resume | --report-only | --baselines-only]
+        [--max-autotune] [--override key=value ...] [--out sample.json]
 
 The sample: of each level's problem files present in `--path`, ordered by problem number,
 every `--every`-th starting with the first (every 4th of levels 1 and 2: 40 problems). The
@@ -12,7 +12,11 @@ main job runs on it (`python -m foundry tasks=kernelbench ... llm=none`, its def
 search: compiler seeds, templates, tuning); `--resume` continues the run kept in `--keep`
 (`resume=<run dir>`), so a sample larger than one sitting is judged over several;
 `--report-only` runs no sitting and reports the run kept in `--keep` (e.g. to time
-max-autotune's baselines on their own). Then, in this process, on the same machine:
+max-autotune's baselines on their own); `--baselines-only` needs no run: it times the
+sample's baselines into the judge's disk cache (with `--max-autotune`, max-autotune's
+alone), so a later sitting's report on the same machine finds them there (max-autotune
+takes 6-40 s a problem at published sizes on an H200: level by level, with `--levels`, it
+fits a call of a few minutes). Then, in this process, on the same machine:
 
 - every task's eager and torch.compile (default mode) baselines, through the judge
   (cached on disk: the run's own where it measured them; a task whose every candidate
@@ -75,14 +79,16 @@ def task_rows(run_dir: Path, task_ids: list[str]) -> dict[str, dict]:
             for t, s in summaries.items()}
 
 
-def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_autotune: bool) -> None:
+def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_autotune: bool,
+                   default_mode: bool = True) -> None:
     """Eager and torch.compile times for every task, through the judge (its disk cache
     first), at the sizes the run used (`tasks.profile=auto`: published on a GPU, small on
-    a CPU); with `max_autotune`, also torch.compile(mode="max-autotune")."""
+    a CPU); with `max_autotune`, also torch.compile(mode="max-autotune"); without
+    `default_mode`, not the default mode's."""
     from foundry.evaluate import EvalConfig, Evaluator
     from foundry.tasks.loader import load_task
     profile = "full" if device == "cuda" else "small"
-    configs = [("compile_ms", EvalConfig(device=device))]
+    configs = [("compile_ms", EvalConfig(device=device))] if default_mode else []
     if max_autotune:
         configs.append(("max_autotune_ms", EvalConfig(device=device, compile_mode="max-autotune")))
     for field, config in configs:
@@ -127,6 +133,23 @@ def figures(rows: dict[str, dict]) -> dict:
     return out
 
 
+def time_baselines(a: argparse.Namespace) -> int:
+    """`--baselines-only`: the sample's baselines timed into the judge's disk cache (its
+    key is the problem's content, so a run's report finds them), printed and, with
+    `--out`, written."""
+    problems = sample(Path(a.path), levels=a.levels, every=a.every)
+    tasks_dir = Path(tempfile.mkdtemp(prefix="kb-baselines-"))
+    ids = link_problems(Path(a.path), problems, tasks_dir)
+    print(f"{len(ids)} problems (every {a.every}th of levels {a.levels}): baselines only", flush=True)
+    rows: dict[str, dict] = {task_id: {} for task_id in ids}
+    t0 = time.monotonic()
+    fill_baselines(rows, tasks_dir, device=a.device, max_autotune=a.max_autotune, default_mode=not a.max_autotune)
+    print(f"baselines of {len(ids)} problems in {time.monotonic() - t0:.0f} s", flush=True)
+    if a.out:
+        Path(a.out).write_text(json.dumps({"problems": ids, "baselines": rows}, indent=1, default=str))
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--path", default=str(ROOT.parent / "shared" / "kernelbench"))
@@ -136,6 +159,8 @@ def main() -> int:
     ap.add_argument("--keep", default="", help="folder for the run directory and its log (default: a temp dir)")
     ap.add_argument("--resume", action="store_true", help="continue the run kept in --keep")
     ap.add_argument("--report-only", action="store_true", help="no sitting: report the run kept in --keep")
+    ap.add_argument("--baselines-only", action="store_true",
+                    help="no run: time the sample's baselines into the judge's disk cache")
     ap.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune')")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--override", nargs="*", default=[], help="more Hydra overrides for the main job")
@@ -144,6 +169,10 @@ def main() -> int:
     if a.every < 1:
         raise SystemExit(f"--every must be >= 1, got {a.every}")
 
+    if sum((a.resume, a.report_only, a.baselines_only)) > 1:
+        raise SystemExit("--resume, --report-only and --baselines-only: choose one")
+    if a.baselines_only:
+        return time_baselines(a)
     keep = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="kb-sample-"))
     keep.mkdir(parents=True, exist_ok=True)
     problems = sample(Path(a.path), levels=a.levels, every=a.every)
@@ -153,8 +182,6 @@ def main() -> int:
     else:
         ids = sorted(f"{p.parent.name}/{p.stem}" for p in tasks_dir.glob("level*/*.py"))
     print(f"{len(ids)} problems (every {a.every}th of levels {a.levels}): {', '.join(ids)}", flush=True)
-    if a.resume and a.report_only:
-        raise SystemExit("--resume and --report-only: choose one")
     for flag, given in (("--resume", a.resume), ("--report-only", a.report_only)):
         if given and not (run_dir / "run.json").exists():
             raise SystemExit(f"{flag}: no run in {run_dir}")

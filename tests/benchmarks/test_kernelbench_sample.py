@@ -3,6 +3,7 @@ files and hand-made task rows)."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -55,3 +56,29 @@ def test_resume_and_report_only_need_a_kept_run(bench, tmp_path, monkeypatch, fl
                                      "--keep", str(tmp_path / "keep"), *flags])
     with pytest.raises(SystemExit, match=message):
         bench.main()
+
+
+def test_baselines_only_times_the_sample_without_a_run(bench, tmp_path, monkeypatch):
+    for n in (1, 2, 3):
+        (tmp_path / "kb" / "level1").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "kb" / "level1" / f"{n}_Problem.py").write_text("")
+    timed = []
+
+    def fake_fill(rows, tasks_dir, *, device, max_autotune, default_mode=True):
+        timed.append((sorted(rows), sorted(p.name for p in (tasks_dir / "level1").iterdir()), max_autotune,
+                      default_mode))
+        for row in rows.values():
+            row.update(eager_ms=2.0, max_autotune_ms=1.0)
+
+    def no_sitting(*args, **kwargs):
+        raise AssertionError("--baselines-only started a sitting")
+
+    monkeypatch.setattr(bench, "fill_baselines", fake_fill)
+    monkeypatch.setattr(bench.subprocess, "run", no_sitting)
+    out = tmp_path / "baselines.json"
+    monkeypatch.setattr("sys.argv", ["kernelbench_sample.py", "--path", str(tmp_path / "kb"), "--levels", "1",
+                                     "--every", "2", "--baselines-only", "--max-autotune", "--out", str(out)])
+    assert bench.main() == 0
+    # every 2nd problem, max-autotune's baselines alone (the run's judge times the default mode's)
+    assert timed == [(["level1/1_Problem", "level1/3_Problem"], ["1_Problem.py", "3_Problem.py"], True, False)]
+    assert json.loads(out.read_text())["baselines"]["level1/3_Problem"]["max_autotune_ms"] == 1.0
