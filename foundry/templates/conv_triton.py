@@ -9,6 +9,10 @@ in float32 (float32 tiles multiplied as dot_precision.F32_DOT says), the bias ad
 at the store. A transposed convolution runs one launch per output phase (position modulo
 the stride): only the kernel taps whose offset from the phase is a multiple of the stride
 reach it, so each launch sums those alone instead of masking every other tap off. A
+phase's outputs lie a stride apart: stored in place, each 32-byte sector of a row gets a
+float or two per launch (a stride of 5 along W); with PHASE_MAJOR each launch stores its
+phase contiguously into a buffer of its own instead, and one more kernel interleaves the
+phases into the output row by row (a phase without taps gives the bias, or zero). A
 convolution with one input channel per group (depthwise) runs a direct kernel instead:
 DW_BLOCK output positions of one (sample, channel) plane per program, a multiply-add per
 kernel tap (as an implicit GEMM its tiles would hold one useful column). Offsets that can
@@ -43,6 +47,10 @@ def conv_tunable(convs: tuple) -> dict:
         # a strided phase's rows are scattered over the output: storing a 256-row float32
         # tile goes through a staging buffer that can pass the shared memory (an H200's too)
         tun["BLOCK_M"] = default_first(128, tun["BLOCK_M"])
+    strided = [c for c in convs if c.transposed and max(c.stride) > 1]
+    if strided:
+        # phase-major first where the innermost stride scatters a phase's stores widest
+        tun["PHASE_MAJOR"] = [1, 0] if any(c.stride[-1] >= 3 for c in strided) else [0, 1]
     tun.update(dot_precision_tunable(chain_dtype(convs)))
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
@@ -128,9 +136,10 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
 @triton.jit
 def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
                      QD, QH, QW, RD, RH, RW, KD0, KH0, KW0, CD, CH, CW, TD, TH, TW,
-{GEOMETRY_AND_TILES}):
+{GEOMETRY_AND_TILES}, PHASE_MAJOR: tl.constexpr):
     # one phase of the output: positions od = qd * SD + RD (and so for h, w); only the taps
-    # kd = KD0 + j * TD, j < CD, reach them, each from input qd + (RD + PD - kd * DD) / SD
+    # kd = KD0 + j * TD, j < CD, reach them, each from input qd + (RD + PD - kd * DD) / SD.
+    # PHASE_MAJOR: `out` is the phase's own buffer, an OD x OH x OW grid of (qd, qh, qw)
 {_rows("qd qh qw", "QD QH QW")}    TAPS = CD * CH * CW
     K = CIN_G * TAPS
     for k0 in range(0, K, BLOCK_K):
@@ -150,6 +159,8 @@ def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G
 {GATHER_AND_DOT}    ODHW = OD * OH * OW
     if SD * SH * SW == 1:  # one phase, the outputs in order: rows contiguous for the store
         sp = rm - n * ODHW
+    elif PHASE_MAJOR:
+        sp = (qd.to(tl.int64) * OH + qh) * OW + qw
     else:
         sp = ((qd.to(tl.int64) * SD + RD) * OH + qh * SH + RH) * OW + qw * SW + RW
 {STORE}
@@ -199,6 +210,29 @@ def _conv_depthwise(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
     if HAS_BIAS:
         acc += tl.load(bias + co).to(tl.float32)
     tl.store(out + nc * ODHW + sp, acc.to(out.dtype.element_ty), mask=s_in)
+
+
+@triton.jit
+def _conv_interleave(buf, live, bias, out, C_OUT, OD, OH, OW, QD, QH, QW, PHASE_SIZE,
+                     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, HAS_BIAS: tl.constexpr,
+                     BLOCK_W: tl.constexpr):
+    # BLOCK_W outputs of one output row (sample and channel nc, depth od, height oh): each
+    # from its phase's buffer (phase p's grid starts at buf + p * PHASE_SIZE), or the bias
+    # (zero without one) where its phase has no taps (live[p] == 0)
+    row = tl.program_id(0).to(tl.int64)
+    oh = row % OH
+    t = row // OH
+    od = t % OD
+    nc = t // OD
+    ow = tl.program_id(1) * BLOCK_W + tl.arange(0, BLOCK_W)
+    w_in = ow < OW
+    phase = ((od % SD) * SH + oh % SH) * SW + ow % SW
+    src = buf + phase * PHASE_SIZE + ((nc * QD + od // SD) * QH + oh // SH) * QW + ow // SW
+    has_taps = tl.load(live + phase, mask=w_in, other=0) != 0
+    v = tl.load(src, mask=w_in & has_taps, other=0.0)
+    if HAS_BIAS:
+        v = tl.where(has_taps, v, tl.load(bias + nc % C_OUT).to(v.dtype))
+    tl.store(out + row * OW + ow, v, mask=w_in)
 '''
 
 LAUNCHER = '''def _narrowed(block, size):
@@ -276,7 +310,13 @@ class _CONV:
         # one launch per output phase (position modulo the stride), each summing only the
         # kernel taps that reach that phase
         sd, sh, sw = self.stride
-        for phase in [(a, c, e) for a in range(sd) for c in range(sh) for e in range(sw)]:
+        phases = [(a, c, e) for a in range(sd) for c in range(sh) for e in range(sw)]
+        phase_major = len(phases) > 1 and bool(int(p.get("PHASE_MAJOR", 0)))
+        if phase_major:
+            q_max = [-(-o // s) for o, s in zip(out_size, self.stride)]
+            buf = torch.empty((len(phases), N, C_out, *q_max), dtype=x.dtype, device=x.device)
+            live = [0] * len(phases)
+        for index, phase in enumerate(phases):
             q = [(o - r + s - 1) // s for o, r, s in zip(out_size, phase, self.stride)]
             if min(q) <= 0:
                 continue
@@ -284,11 +324,23 @@ class _CONV:
                     zip(phase, self.stride, self.padding, self.dilation, kernel)]
             M = N * _prod(q)
             K = cin_g * _prod(count for _, count, _ in taps)
+            if phase_major and K == 0:
+                continue  # the interleave writes the bias there
+            target, grid_size = (buf[index], q_max) if phase_major else (out, out_size)
             grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
-            _conv_transposed[grid](x, weight, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *q, *phase,
-                                   *(first for first, _, _ in taps), *(count for _, count, _ in taps),
+            _conv_transposed[grid](x, weight, b, target, M, C_in, *size, C_out, *grid_size, cin_g, cout_g, *q,
+                                   *phase, *(first for first, _, _ in taps), *(count for _, count, _ in taps),
                                    *(step for _, _, step in taps), *geometry,
-                                   BLOCK_K=_narrowed(p["BLOCK_K"], K), **meta)
+                                   BLOCK_K=_narrowed(p["BLOCK_K"], K), PHASE_MAJOR=phase_major, **meta)
+            if phase_major:
+                live[index] = 1
+        if phase_major:
+            od, oh, ow = out_size
+            block_w = min(1024, triton.next_power_of_2(ow))
+            grid = (N * C_out * od * oh, triton.cdiv(ow, block_w))
+            _conv_interleave[grid](buf, torch.tensor(live, dtype=torch.int32, device=x.device), b, out, C_out,
+                                   od, oh, ow, *q_max, buf[0].numel(), sd, sh, sw,
+                                   HAS_BIAS=bias is not None, BLOCK_W=block_w, num_warps=4)
         return out
 '''
 

@@ -75,7 +75,8 @@ def test_conv_cases_compile_for_hopper(tmp_path):
     for name, module, x in CONV_CASES:
         task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                          inputs=f"[{x}]", sig="x")
-        builds += [{"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": dot}} for dot in F32_DOT]
+        builds += [{"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": dot, "PHASE_MAJOR": phase_major}}
+                   for dot in F32_DOT for phase_major in (0, 1)]
     rows = compile_for_hopper(builds)
     assert not failures(rows), failures(rows)
     modules = {str(tmp_path / f"{name}.py"): eval(module, {"nn": torch.nn}) for name, module, _ in CONV_CASES}
@@ -83,9 +84,12 @@ def test_conv_cases_compile_for_hopper(tmp_path):
     assert len(depthwise) == 5
     for r in rows:  # one input channel per group: the direct kernel; transposed: one launch per phase
         names = {name for name, _ in r["kernels"]}
-        transposed = modules[r["path"]].transposed
-        assert names == {"_conv_depthwise" if r["path"] in depthwise else
-                         "_conv_transposed" if transposed else "_conv"}, r
+        module = modules[r["path"]]
+        strided = module.transposed and max(module.stride) > 1
+        want = ({"_conv_depthwise"} if r["path"] in depthwise else
+                {"_conv_transposed", "_conv_interleave"} if strided and r["params"]["PHASE_MAJOR"] else
+                {"_conv_transposed"} if module.transposed else {"_conv"})
+        assert names == want, r
 
 
 def test_bfloat16_products_and_an_oversized_tile(tmp_path):
