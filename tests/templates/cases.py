@@ -148,6 +148,8 @@ CASES += [  # pooling over 1 and 3 spatial dims, dilation, global average poolin
     ("avgpool3d_pad", "return self.p(xs[0])", "self.p = nn.AvgPool3d(3, stride=2, padding=1)", "[]", X3D),
     ("avgpool3d_no_pad_count_channel_bias", "return F.avg_pool3d(xs[0] + self.b, 3, 2, 1, count_include_pad=False)",
      "self.b = nn.Parameter(torch.randn(3, 1, 1, 1))", "[]", X3D),
+    # 80 taps: a window the Triton template loops over rather than unrolls
+    ("avgpool3d_window_of_80", "return F.avg_pool3d(xs[0], (5, 4, 4), stride=1)", "pass", "[]", X3D),
     ("global_avg_pool2d", "return F.adaptive_avg_pool2d(torch.sigmoid(xs[0]), 1) + 1.0", "pass", "[]", X5),
     ("global_avg_pool3d_module", "return self.p(xs[0])", "self.p = nn.AdaptiveAvgPool3d((1, 1, 1))", "[]", X3D),
 ]
