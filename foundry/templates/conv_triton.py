@@ -267,6 +267,16 @@ class _CONV:
         self.dilation = (1,) * lead + tuple(dilation)
         self.output_padding = (0,) * lead + tuple(output_padding)
         self.groups = groups
+        self._live_phases = {}
+
+    def _live(self, count, launched, device):
+        """An int32 tensor on `device` of `count` phases, 1 at the `launched` ones; made once
+        per pattern (a copy from the host on every call would wait for the GPU)."""
+        key = (count, launched, str(device))
+        if key not in self._live_phases:
+            self._live_phases[key] = torch.tensor([int(i in launched) for i in range(count)], dtype=torch.int32,
+                                                  device=device)
+        return self._live_phases[key]
 
     def __call__(self, x, weight, bias):
         x = x.contiguous()
@@ -315,7 +325,7 @@ class _CONV:
         if phase_major:
             q_max = [-(-o // s) for o, s in zip(out_size, self.stride)]
             buf = torch.empty((len(phases), N, C_out, *q_max), dtype=x.dtype, device=x.device)
-            live = [0] * len(phases)
+            live = []
         for index, phase in enumerate(phases):
             q = [(o - r + s - 1) // s for o, r, s in zip(out_size, phase, self.stride)]
             if min(q) <= 0:
@@ -333,12 +343,12 @@ class _CONV:
                                    *(step for _, _, step in taps), *geometry,
                                    BLOCK_K=_narrowed(p["BLOCK_K"], K), PHASE_MAJOR=phase_major, **meta)
             if phase_major:
-                live[index] = 1
+                live.append(index)
         if phase_major:
             od, oh, ow = out_size
             block_w = min(1024, triton.next_power_of_2(ow))
             grid = (N * C_out * od * oh, triton.cdiv(ow, block_w))
-            _conv_interleave[grid](buf, torch.tensor(live, dtype=torch.int32, device=x.device), b, out, C_out,
+            _conv_interleave[grid](buf, self._live(len(phases), tuple(live), x.device), b, out, C_out,
                                    od, oh, ow, *q_max, buf[0].numel(), sd, sh, sw,
                                    HAS_BIAS=bias is not None, BLOCK_W=block_w, num_warps=4)
         return out
