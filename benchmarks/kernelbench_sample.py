@@ -22,7 +22,8 @@ fits a call of a few minutes). Then, in this process, on the same machine:
   (cached on disk: the run's own where it measured them; a task whose every candidate
   failed gets them here);
 - with `--max-autotune`, torch.compile with `mode="max-autotune"` timed by the judge too
-  (its own cache key).
+  (its own cache key), with eager beside it: a task whose eager time there differs from
+  the run's by over 10% is listed (`eager_disagreements`, the run's over this one).
 
 Reported (stdout, `--out` JSON): per task the best correct kernel's speedups, what won it,
 its roofline position; coverage (tasks with a correct kernel among those torch.compile
@@ -105,8 +106,14 @@ def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_a
                     continue
                 row["eager_ms"] = row.get("eager_ms") or eager
                 row[field] = compiled
+                if field == "max_autotune_ms":
+                    # eager timed again beside max-autotune, outside the run: a check on the run's
+                    row["eager_beside_max_autotune_ms"] = eager
                 print(f"  baselines {task_id}: eager {eager}, {field} {compiled} "
                       f"({time.monotonic() - t0:.1f} s)", flush=True)
+
+
+EAGER_DISAGREES = 0.1  # a task's two eager times further apart than this are reported
 
 
 def figures(rows: dict[str, dict]) -> dict:
@@ -125,6 +132,11 @@ def figures(rows: dict[str, dict]) -> dict:
             ratios.append(base / best if best else (base / r["eager_ms"] if r.get("eager_ms") else None))
         out[name] = geomean([x for x in ratios if x])
         out[name + "_tasks"] = len([x for x in ratios if x])
+    # tasks whose eager time beside max-autotune differs by over EAGER_DISAGREES from the run's
+    out["eager_disagreements"] = {t: round(r["eager_ms"] / r["eager_beside_max_autotune_ms"], 3)
+                                  for t, r in rows.items()
+                                  if r.get("eager_ms") and r.get("eager_beside_max_autotune_ms")
+                                  and abs(r["eager_ms"] / r["eager_beside_max_autotune_ms"] - 1) > EAGER_DISAGREES}
     memory = {t: r["roofline"]["fraction"] for t, r in rows.items()
               if r.get("roofline") and r["roofline"].get("bound") == "memory" and r["roofline"].get("fraction")}
     out["memory_bound_tasks"] = len(memory)

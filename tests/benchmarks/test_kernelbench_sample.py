@@ -82,3 +82,10 @@ def test_baselines_only_times_the_sample_without_a_run(bench, tmp_path, monkeypa
     # every 2nd problem, max-autotune's baselines alone (the run's judge times the default mode's)
     assert timed == [(["level1/1_Problem", "level1/3_Problem"], ["1_Problem.py", "3_Problem.py"], True, False)]
     assert json.loads(out.read_text())["baselines"]["level1/3_Problem"]["max_autotune_ms"] == 1.0
+
+
+def test_eager_times_that_disagree_with_the_runs_are_listed(bench):
+    rows = {"same": {"correct": 1, "best_ms": 1.0, "eager_ms": 2.0, "eager_beside_max_autotune_ms": 2.1},
+            "slow_in_run": {"correct": 1, "best_ms": 1.0, "eager_ms": 6.2, "eager_beside_max_autotune_ms": 2.6},
+            "unchecked": {"correct": 1, "best_ms": 1.0, "eager_ms": 2.0}}
+    assert bench.figures(rows)["eager_disagreements"] == {"slow_in_run": round(6.2 / 2.6, 3)}
