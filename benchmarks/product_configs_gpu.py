@@ -1,7 +1,9 @@
 """Tile and float32-product choices of the matrix-product templates on a CUDA GPU: for each
 task whose forward is a lone matmul, a chain of convolutions or an nn.Linear with a
 pointwise epilogue, time a fixed list of configurations (dot_precision.F32_DOT x tile
-shapes; for lone products also the first tile without the K-contiguous copy) in-process
+shapes; for lone products also the first tile without the K-contiguous copy; for
+convolutions also the first tile of each F32_DOT phase-major, which changes only a strided
+transposed convolution) in-process
 (CUDA events, L2 flushed, median of 30, TF32 off as the judge runs it) beside eager and
 torch.compile, and print every configuration's time and the best.
 It picks template defaults; the judge's figures come from the main job.
@@ -31,11 +33,18 @@ def configs(family: str):
                  "F32_DOT": dot}
             if family in ("matmul", "linear"):
                 p["GROUP_M"] = 8
+            if family == "conv":
+                p["PHASE_MAJOR"] = 0
             yield p
     if family == "matmul":  # the first tile again, operands read as given (no K-contiguous copy)
         bm, bn, bk, warps, stages = TILES[0]
         yield {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps, "num_stages": stages,
                "F32_DOT": F32_DOT[0], "GROUP_M": 8, "K_CONTIGUOUS": 0}
+    if family == "conv":  # each product's first tile again, phases stored through their own buffers
+        for dot in F32_DOT:
+            bm, bn, bk, warps, stages = (TILES if dot != "ieee" else IEEE_TILES)[0]
+            yield {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps, "num_stages": stages,
+                   "F32_DOT": dot, "PHASE_MAJOR": 1}
 
 
 def main() -> int:

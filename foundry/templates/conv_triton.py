@@ -6,12 +6,13 @@ channels of one group (the grid's third axis); the sum runs over the group's inp
 channels times the kernel positions in BLOCK_K steps, gathering the input elements each
 output position reads (zero where the padding puts them outside the input), accumulating
 in float32 (float32 tiles multiplied as dot_precision.F32_DOT says), the bias added once
-at the store. A transposed convolution runs one launch per output phase (position modulo
-the stride): only the kernel taps whose offset from the phase is a multiple of the stride
-reach it, so each launch sums those alone instead of masking every other tap off. A
-phase's outputs lie a stride apart: stored in place, each 32-byte sector of a row gets a
-float or two per launch (a stride of 5 along W); with PHASE_MAJOR each launch stores its
-phase contiguously into a buffer of its own instead, and one more kernel interleaves the
+at the store. A transposed convolution runs every output phase (position modulo the
+stride) in one launch, the phase the grid's fastest index: a program sums only the kernel
+taps that reach its phase instead of masking every other tap off. A phase's outputs lie a
+stride apart (along W, a float or two of each 32-byte sector for a stride of 5); the
+programs that store the phases of the same output rows run side by side, so that a
+sector's parts are likely written together. With PHASE_MAJOR each phase is stored
+contiguously into a buffer of its own instead, and one more kernel interleaves the
 phases into the output row by row (a phase without taps gives the bias, or zero). A
 convolution with one input channel per group (depthwise) runs a direct kernel instead:
 DW_BLOCK output positions of one (sample, channel) plane per program, a multiply-add per
@@ -47,10 +48,8 @@ def conv_tunable(convs: tuple) -> dict:
         # a strided phase's rows are scattered over the output: storing a 256-row float32
         # tile goes through a staging buffer that can pass the shared memory (an H200's too)
         tun["BLOCK_M"] = default_first(128, tun["BLOCK_M"])
-    strided = [c for c in convs if c.transposed and max(c.stride) > 1]
-    if strided:
-        # phase-major first where the innermost stride scatters a phase's stores widest
-        tun["PHASE_MAJOR"] = [1, 0] if any(c.stride[-1] >= 3 for c in strided) else [0, 1]
+    if any(c.transposed and max(c.stride) > 1 for c in convs):
+        tun["PHASE_MAJOR"] = [0, 1]
     tun.update(dot_precision_tunable(chain_dtype(convs)))
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
@@ -134,13 +133,48 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
 {STORE}
 
 @triton.jit
-def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
-                     QD, QH, QW, RD, RH, RW, KD0, KH0, KW0, CD, CH, CW, TD, TH, TW,
+def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G, QD, QH, QW,
+                     phases, PHASES,
 {GEOMETRY_AND_TILES}, PHASE_MAJOR: tl.constexpr):
-    # one phase of the output: positions od = qd * SD + RD (and so for h, w); only the taps
-    # kd = KD0 + j * TD, j < CD, reach them, each from input qd + (RD + PD - kd * DD) / SD.
-    # PHASE_MAJOR: `out` is the phase's own buffer, an OD x OH x OW grid of (qd, qh, qw)
-{_rows("qd qh qw", "QD QH QW")}    TAPS = CD * CH * CW
+    # every output phase in one launch, the phase the grid's fastest index, so the programs
+    # that store the phases of the same output rows run together. Phase p's row of the
+    # int32 table `phases`: (rd, rh, rw), the first tap, tap count and tap step per dim,
+    # and its grid size (qd, qh, qw). Its outputs: od = qd * SD + rd (and so for h, w);
+    # only the taps kd = kd0 + j * td, j < cd, reach them, each from input
+    # qd + (rd + PD - kd * DD) / SD. Rows are positions of the largest phase's grid
+    # QD x QH x QW (the same rows in every phase), masked past the phase's own.
+    # PHASE_MAJOR: `out` holds a buffer per phase, each an N x C_OUT x QD x QH x QW grid.
+    p = tl.program_id(0) % PHASES
+    row = phases + p * 15
+    RD = tl.load(row)
+    RH = tl.load(row + 1)
+    RW = tl.load(row + 2)
+    KD0 = tl.load(row + 3)
+    KH0 = tl.load(row + 4)
+    KW0 = tl.load(row + 5)
+    CD = tl.load(row + 6)
+    CH = tl.load(row + 7)
+    CW = tl.load(row + 8)
+    TD = tl.load(row + 9)
+    TH = tl.load(row + 10)
+    TW = tl.load(row + 11)
+    g = tl.program_id(2)
+    rm = (tl.program_id(0) // PHASES).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    n_in = rn < COUT_G
+    qw = (rm % QW).to(tl.int32)
+    t = rm // QW
+    qh = (t % QH).to(tl.int32)
+    t = t // QH
+    qd = (t % QD).to(tl.int32)
+    n = t // QD
+    m_in = (rm < M) & (qd < tl.load(row + 12)) & (qh < tl.load(row + 13)) & (qw < tl.load(row + 14))
+    DHW = D * H * W
+    x_rows = x + (n * C_IN + g * CIN_G) * DHW
+    co = g * COUT_G + rn
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    TAPS = CD * CH * CW
     K = CIN_G * TAPS
     for k0 in range(0, K, BLOCK_K):
         kk = k0 + rk
@@ -161,6 +195,7 @@ def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G
         sp = rm - n * ODHW
     elif PHASE_MAJOR:
         sp = (qd.to(tl.int64) * OH + qh) * OW + qw
+        out = out + p.to(tl.int64) * M * C_OUT
     else:
         sp = ((qd.to(tl.int64) * SD + RD) * OH + qh * SH + RH) * OW + qw * SW + RW
 {STORE}
@@ -267,16 +302,34 @@ class _CONV:
         self.dilation = (1,) * lead + tuple(dilation)
         self.output_padding = (0,) * lead + tuple(output_padding)
         self.groups = groups
-        self._live_phases = {}
+        self._phase_tables = {}
 
-    def _live(self, count, launched, device):
-        """An int32 tensor on `device` of `count` phases, 1 at the `launched` ones; made once
-        per pattern (a copy from the host on every call would wait for the GPU)."""
-        key = (count, launched, str(device))
-        if key not in self._live_phases:
-            self._live_phases[key] = torch.tensor([int(i in launched) for i in range(count)], dtype=torch.int32,
-                                                  device=device)
-        return self._live_phases[key]
+    def _phases(self, out_size, kernel, device, *, phase_major):
+        """(table, live, q_max, most_taps) of a transposed convolution to `out_size`, made once per
+        size on `device` (a copy from the host on every call would wait for the GPU):
+        `table`, an int32 row per output phase of (rd, rh, rw, first tap, tap count and tap
+        step per dim, the phase's grid size per dim: 0 where `phase_major` and the phase has
+        no taps, since the interleave writes its bias); `live`, int32, 1 at a phase with taps
+        and outputs; `q_max`, the largest phase's grid size per dim; `most_taps`, the most
+        taps any phase sums."""
+        key = (out_size, kernel, str(device), phase_major)
+        if key not in self._phase_tables:
+            rows, live = [], []
+            q_max = [-(-o // s) for o, s in zip(out_size, self.stride)]
+            sd, sh, sw = self.stride
+            for phase in [(a, c, e) for a in range(sd) for c in range(sh) for e in range(sw)]:
+                q = [max(0, (o - r + s - 1) // s) for o, r, s in zip(out_size, phase, self.stride)]
+                taps = [_phase_taps(r, s, pad, d, k) for r, s, pad, d, k in
+                        zip(phase, self.stride, self.padding, self.dilation, kernel)]
+                has_taps = _prod(t[1] for t in taps) > 0
+                if phase_major and not has_taps:
+                    q = [0, 0, 0]
+                rows.append([*phase, *(t[0] for t in taps), *(t[1] for t in taps), *(t[2] for t in taps), *q])
+                live.append(int(min(q) > 0 and has_taps))
+            self._phase_tables[key] = (torch.tensor(rows, dtype=torch.int32, device=device),
+                                       torch.tensor(live, dtype=torch.int32, device=device), q_max,
+                                       max(_prod(r[6:9]) for r in rows))
+        return self._phase_tables[key]
 
     def __call__(self, x, weight, bias):
         x = x.contiguous()
@@ -317,40 +370,25 @@ class _CONV:
             _conv[grid](x, weight, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
                         BLOCK_K=_narrowed(p["BLOCK_K"], cin_g * _prod(kernel)), **meta)
             return out
-        # one launch per output phase (position modulo the stride), each summing only the
-        # kernel taps that reach that phase
-        sd, sh, sw = self.stride
-        phases = [(a, c, e) for a in range(sd) for c in range(sh) for e in range(sw)]
-        phase_major = len(phases) > 1 and bool(int(p.get("PHASE_MAJOR", 0)))
+        # every output phase (position modulo the stride) in one launch, each phase summing
+        # only the kernel taps that reach it
+        phase_major = _prod(self.stride) > 1 and bool(int(p.get("PHASE_MAJOR", 0)))
+        table, live, q_max, most_taps = self._phases(tuple(out_size), kernel, x.device, phase_major=phase_major)
+        phase_count = table.shape[0]
+        M = N * _prod(q_max)
+        target, grid_size = out, out_size
         if phase_major:
-            q_max = [-(-o // s) for o, s in zip(out_size, self.stride)]
-            buf = torch.empty((len(phases), N, C_out, *q_max), dtype=x.dtype, device=x.device)
-            live = []
-        for index, phase in enumerate(phases):
-            q = [(o - r + s - 1) // s for o, r, s in zip(out_size, phase, self.stride)]
-            if min(q) <= 0:
-                continue
-            taps = [_phase_taps(r, s, pad, d, k) for r, s, pad, d, k in
-                    zip(phase, self.stride, self.padding, self.dilation, kernel)]
-            M = N * _prod(q)
-            K = cin_g * _prod(count for _, count, _ in taps)
-            if phase_major and K == 0:
-                continue  # the interleave writes the bias there
-            target, grid_size = (buf[index], q_max) if phase_major else (out, out_size)
-            grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
-            _conv_transposed[grid](x, weight, b, target, M, C_in, *size, C_out, *grid_size, cin_g, cout_g, *q,
-                                   *phase, *(first for first, _, _ in taps), *(count for _, count, _ in taps),
-                                   *(step for _, _, step in taps), *geometry,
-                                   BLOCK_K=_narrowed(p["BLOCK_K"], K), PHASE_MAJOR=phase_major, **meta)
-            if phase_major:
-                live.append(index)
+            target, grid_size = torch.empty((phase_count, N, C_out, *q_max), dtype=x.dtype, device=x.device), q_max
+        grid = (phase_count * triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
+        _conv_transposed[grid](x, weight, b, target, M, C_in, *size, C_out, *grid_size, cin_g, cout_g, *q_max,
+                               table, phase_count, *geometry, BLOCK_K=_narrowed(p["BLOCK_K"], cin_g * most_taps),
+                               PHASE_MAJOR=phase_major, **meta)
         if phase_major:
             od, oh, ow = out_size
             block_w = min(1024, triton.next_power_of_2(ow))
             grid = (N * C_out * od * oh, triton.cdiv(ow, block_w))
-            _conv_interleave[grid](buf, self._live(len(phases), tuple(live), x.device), b, out, C_out,
-                                   od, oh, ow, *q_max, buf[0].numel(), sd, sh, sw,
-                                   HAS_BIAS=bias is not None, BLOCK_W=block_w, num_warps=4)
+            _conv_interleave[grid](target, live, b, out, C_out, od, oh, ow, *q_max, target[0].numel(),
+                                   *self.stride, HAS_BIAS=bias is not None, BLOCK_W=block_w, num_warps=4)
         return out
 '''
 

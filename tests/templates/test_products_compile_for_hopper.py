@@ -82,7 +82,7 @@ def test_conv_cases_compile_for_hopper(tmp_path):
     modules = {str(tmp_path / f"{name}.py"): eval(module, {"nn": torch.nn}) for name, module, _ in CONV_CASES}
     depthwise = {path for path, m in modules.items() if m.in_channels == m.groups}
     assert len(depthwise) == 5
-    for r in rows:  # one input channel per group: the direct kernel; transposed: one launch per phase
+    for r in rows:  # one input channel per group: the direct kernel; transposed: one launch for all phases
         names = {name for name, _ in r["kernels"]}
         module = modules[r["path"]]
         strided = module.transposed and max(module.stride) > 1
