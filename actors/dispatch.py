@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 log = logging.getLogger(__name__)
-TWIN = "twin"  # the refusal scope of a candidate already being judged for another island
+TWIN = "twin"  # the refusal scope of a candidate already judged, or being judged, for another island
 
 
 class WorkerLost(Exception):

@@ -2,12 +2,15 @@
 (an async actor over `actors.dispatch.Balancer`). It also files every finished
 evaluation of an island in a `Ledger` until the driver has claimed it, so an island
 killed mid-run loses no evaluated candidate. When the run stops waiting, `abandon` hands
-the driver what was still queued or being evaluated, as `Unfinished` records."""
+the driver what was still queued or being evaluated, as `Unfinished` records. A candidate
+that another island already had judged (the same code for the same task, being judged or
+among the last SETTLED_KEPT judged) is answered with that evaluation, not judged again."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections import OrderedDict
 from typing import Any
 
 import ray
@@ -18,6 +21,8 @@ from actors.evaluation import as_logged
 from actors.ledger import Ledger, Settled
 from foundry.store.unfinished import Unfinished
 from foundry.types import Candidate, EvalResult, Stage, Task
+
+SETTLED_KEPT = 1024  # judged outcomes kept to answer the same code from another island
 
 
 def _caller(handle):
@@ -55,6 +60,7 @@ class DispatcherActor:
                                  max_attempts=max_attempts, retry_delay_s=retry_delay_s,
                                  on_settle=self._file)
         self._judging: dict[tuple[str, str], asyncio.Future] = {}  # (task, candidate id) -> its outcome
+        self._settled: OrderedDict[tuple[str, str], tuple] = OrderedDict()  # the last judged, oldest first
         self._evaluators: dict[str, Any] = {}  # name -> handle
 
     def _file(self, payload: Any, value: Any, error: BaseException | None) -> None:
@@ -87,13 +93,19 @@ class DispatcherActor:
         ("all: ..."/"key: ...") comes with no result. `origin` names the submitting island
         incarnation; with one, the outcome is also filed in the ledger.
 
-        A candidate already being judged for this task (another island proposed the same
-        code) is not judged twice: this call waits for that evaluation and returns its
-        result with the refusal "twin: ..." (the result is the other island's record;
-        the submitter keeps it in its archive but logs nothing)."""
+        A candidate already judged or being judged for this task (another island proposed
+        the same code) is not judged twice: this call returns that evaluation's result,
+        waiting for it if need be, with the refusal "twin: ..." (the result is the other
+        island's record; the submitter keeps it in its archive but logs nothing). Only a
+        judge's verdict is reused: not a refusal, nor the failure an evaluator's loss or
+        bug gives."""
         if origin:
             self.ledger.seen(origin=origin, island_index=candidate.island_id)
         twin_key = (task.task_id, candidate.candidate_id)
+        settled = self._settled.get(twin_key)
+        if settled is not None:
+            evaluated, result, name, _ = settled
+            return evaluated, result, name, TWIN + ": judged once, for another island"
         first = self._judging.get(twin_key)
         if first is not None:
             evaluated, result, name, refusal = await asyncio.shield(first)
@@ -117,7 +129,11 @@ class DispatcherActor:
             return candidate, None, "", f"{r.scope}: {r.reason}"
         except Exception as e:  # noqa: BLE001 - an evaluator bug must not stop the island
             return (*_outcome(candidate, None, e), "")
-        return (*value, "")
+        outcome = (*value, "")
+        self._settled[(task.task_id, candidate.candidate_id)] = outcome
+        while len(self._settled) > SETTLED_KEPT:
+            self._settled.popitem(last=False)
+        return outcome
 
     def mark_dead(self, island_index: int) -> int:
         return self.ledger.mark_dead(island_index=island_index)

@@ -266,7 +266,7 @@ class IslandWorker:
         finally:
             self.in_flight_ids.discard(cid)
         scope, _, reason = refusal.partition(": ")
-        if scope == TWIN:  # judged for another island at the same time: kept here, logged there
+        if scope == TWIN:  # judged for another island (before or at the same time): kept here, logged there
             self.settled.append(cid)
             child = as_logged(submitted=child, evaluated=evaluated)
             if host.has_seen(child.candidate_id):

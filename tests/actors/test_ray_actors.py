@@ -148,8 +148,16 @@ def test_the_same_candidate_from_two_islands_is_judged_once(ray_session, relu_ta
     assert twin[1] == first[1]  # the one evaluation's result
     assert sum(ray.get(e.info.remote())["evaluated"] for e in evs.values()) == 1
     assert ray.get(disp.stats.remote())["submitted"] == 1  # the budget counts one evaluation
-    # once settled, the same code again is a new evaluation (an island decides what it has seen)
-    assert ray.get(disp.submit.remote(relu_task, b))[3] == ""
+    # once settled, the same code from a third island gets that evaluation, not a new one
+    c = Candidate.make(task_id=relu_task.task_id, source=source, backend="c", island_id=2)
+    later = ray.get(disp.submit.remote(relu_task, c))
+    assert later[3].startswith(TWIN + ":") and later[1] == first[1]
+    assert sum(ray.get(e.info.remote())["evaluated"] for e in evs.values()) == 1
+    assert ray.get(disp.stats.remote())["submitted"] == 1
+    # other code for the same task is judged
+    other = Candidate.make(task_id=relu_task.task_id, source="# other code", backend="c", island_id=2)
+    assert ray.get(disp.submit.remote(relu_task, other))[3] == ""
+    assert sum(ray.get(e.info.remote())["evaluated"] for e in evs.values()) == 2
     for e in evs.values():
         ray.kill(e)
     ray.kill(disp)
