@@ -2,8 +2,9 @@
 convolution module that the forward calls before its regions run by the Triton
 convolution kernels of `conv_triton` (implicit GEMM; a direct kernel for a depthwise one;
 all output phases in one launch, each with only its taps, for a transposed one) on the
-module's own weight and bias, instead of the library's. Their tile parameters are the CONV_* ones, beside the regions'
-BLOCK / num_warps / SPLIT; float32 products share the candidate's F32_DOT."""
+module's own weight and bias, instead of the library's. Their tile parameters are the
+CONV_* ones, beside the regions' BLOCK / num_warps / SPLIT; float32 products share the
+candidate's F32_DOT."""
 
 from __future__ import annotations
 

@@ -305,9 +305,9 @@ class _CONV:
         self._phase_tables = {}
 
     def _phases(self, out_size, kernel, device, *, phase_major):
-        """(table, live, q_max, most_taps) of a transposed convolution to `out_size`, made once per
-        size on `device` (a copy from the host on every call would wait for the GPU):
-        `table`, an int32 row per output phase of (rd, rh, rw, first tap, tap count and tap
+        """(table, live, q_max, most_taps) of a transposed convolution to `out_size`, made
+        once per size on `device` (a copy from the host on every call would wait for the
+        GPU): `table`, an int32 row per output phase of (rd, rh, rw, first tap, tap count and tap
         step per dim, the phase's grid size per dim: 0 where `phase_major` and the phase has
         no taps, since the interleave writes its bias); `live`, int32, 1 at a phase with taps
         and outputs; `q_max`, the largest phase's grid size per dim; `most_taps`, the most
