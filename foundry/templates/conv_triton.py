@@ -62,14 +62,15 @@ def chain_dtype(convs: tuple) -> str:
     return dtypes.pop() if len(dtypes) == 1 else "mixed"
 
 
-def _rows(names: str, sizes: str) -> str:
-    """Triton source: a program's output rows `rm` (int64), its output channels `rn` (`co`
-    over all groups) and sum offsets `rk`; each row's sample `n` and position (`names`,
-    int32) in a grid of `sizes`; `x_rows`, the row's sample and group in the input."""
+def _rows(names: str, sizes: str, block: str = "tl.program_id(0)") -> str:
+    """Triton source: a program's output rows `rm` (int64; the `block`-th BLOCK_M of them),
+    its output channels `rn` (`co` over all groups) and sum offsets `rk`; each row's sample
+    `n` and position (`names`, int32) in a grid of `sizes`; `x_rows`, the row's sample and
+    group in the input."""
     d, h, w = names.split()
     sd, sh, sw = sizes.split()
     return f"""    g = tl.program_id(2)
-    rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rm = ({block}).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     m_in = rm < M
@@ -158,22 +159,7 @@ def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G
     TD = tl.load(row + 9)
     TH = tl.load(row + 10)
     TW = tl.load(row + 11)
-    g = tl.program_id(2)
-    rm = (tl.program_id(0) // PHASES).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    n_in = rn < COUT_G
-    qw = (rm % QW).to(tl.int32)
-    t = rm // QW
-    qh = (t % QH).to(tl.int32)
-    t = t // QH
-    qd = (t % QD).to(tl.int32)
-    n = t // QD
-    m_in = (rm < M) & (qd < tl.load(row + 12)) & (qh < tl.load(row + 13)) & (qw < tl.load(row + 14))
-    DHW = D * H * W
-    x_rows = x + (n * C_IN + g * CIN_G) * DHW
-    co = g * COUT_G + rn
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+{_rows("qd qh qw", "QD QH QW", block="tl.program_id(0) // PHASES")}    m_in = m_in & (qd < tl.load(row + 12)) & (qh < tl.load(row + 13)) & (qw < tl.load(row + 14))
     TAPS = CD * CH * CW
     K = CIN_G * TAPS
     for k0 in range(0, K, BLOCK_K):
