@@ -6,18 +6,17 @@ channels of one group (the grid's third axis); the sum runs over the group's inp
 channels times the kernel positions in BLOCK_K steps, gathering the input elements each
 output position reads (zero where the padding puts them outside the input), accumulating
 in float32 (float32 tiles multiplied as dot_precision.F32_DOT says), the bias added once
-at the store. A transposed convolution runs every output phase (position modulo the
-stride) in one launch, the phase the grid's fastest index: a program sums only the kernel
-taps that reach its phase instead of masking every other tap off. A phase's outputs lie a
-stride apart (along W, a float or two of each 32-byte sector for a stride of 5); the
-programs that store the phases of the same output rows run side by side, so that a
-sector's parts are likely written together. With PHASE_MAJOR each phase is stored
-contiguously into a buffer of its own instead, and one more kernel interleaves the
-phases into the output row by row (a phase without taps gives the bias, or zero). A
-convolution with one input channel per group (depthwise) runs a direct kernel instead:
-DW_BLOCK output positions of one (sample, channel) plane per program, a multiply-add per
-kernel tap (as an implicit GEMM its tiles would hold one useful column). Offsets that can
-pass 2^31 elements are int64."""
+at the store. A strided transposed convolution has output phases (position modulo the
+stride), each reached by its own kernel taps. By default (ALL_PHASES) a program computes
+BLOCK_M consecutive outputs of one output row, every phase along W, so that the store
+writes whole 32-byte sectors: the depth and height taps those of the row's phase, one
+product per W tap with the outputs it does not reach masked off. With ALL_PHASES off,
+every output phase runs in one launch, the phase the grid's fastest index, each summing
+only its own taps, and a program's outputs lie a stride apart. A convolution with one
+input channel per group (depthwise) runs a direct kernel instead: DW_BLOCK output
+positions of one (sample, channel) plane per program, a multiply-add per kernel tap (as
+an implicit GEMM its tiles would hold one useful column). Offsets that can pass 2^31
+elements are int64."""
 
 from __future__ import annotations
 
@@ -49,7 +48,7 @@ def conv_tunable(convs: tuple) -> dict:
         # tile goes through a staging buffer that can pass the shared memory (an H200's too)
         tun["BLOCK_M"] = default_first(128, tun["BLOCK_M"])
     if any(c.transposed and max(c.stride) > 1 for c in convs):
-        tun["PHASE_MAJOR"] = [0, 1]
+        tun["ALL_PHASES"] = [1, 0]
     tun.update(dot_precision_tunable(chain_dtype(convs)))
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
@@ -136,7 +135,7 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
 @triton.jit
 def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G, QD, QH, QW,
                      phases, PHASES,
-{GEOMETRY_AND_TILES}, PHASE_MAJOR: tl.constexpr):
+{GEOMETRY_AND_TILES}):
     # every output phase in one launch, the phase the grid's fastest index, so the programs
     # that store the phases of the same output rows run together. Phase p's row of the
     # int32 table `phases`: (rd, rh, rw), the first tap, tap count and tap step per dim,
@@ -144,7 +143,6 @@ def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G
     # only the taps kd = kd0 + j * td, j < cd, reach them, each from input
     # qd + (rd + PD - kd * DD) / SD. Rows are positions of the largest phase's grid
     # QD x QH x QW (the same rows in every phase), masked past the phase's own.
-    # PHASE_MAJOR: `out` holds a buffer per phase, each an N x C_OUT x QD x QH x QW grid.
     p = tl.program_id(0) % PHASES
     row = phases + p * 15
     RD = tl.load(row)
@@ -179,9 +177,6 @@ def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G
 {GATHER_AND_DOT}    ODHW = OD * OH * OW
     if SD * SH * SW == 1:  # one phase, the outputs in order: rows contiguous for the store
         sp = rm - n * ODHW
-    elif PHASE_MAJOR:
-        sp = (qd.to(tl.int64) * OH + qh) * OW + qw
-        out = out + p.to(tl.int64) * M * C_OUT
     else:
         sp = ((qd.to(tl.int64) * SD + RD) * OH + qh * SH + RH) * OW + qw * SW + RW
 {STORE}
@@ -234,27 +229,64 @@ def _conv_depthwise(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
 
 
 @triton.jit
-def _conv_interleave(buf, live, bias, out, C_OUT, OD, OH, OW, QD, QH, QW, PHASE_SIZE,
-                     SD: tl.constexpr, SH: tl.constexpr, SW: tl.constexpr, HAS_BIAS: tl.constexpr,
-                     BLOCK_W: tl.constexpr):
-    # BLOCK_W outputs of one output row (sample and channel nc, depth od, height oh): each
-    # from its phase's buffer (phase p's grid starts at buf + p * PHASE_SIZE), or the bias
-    # (zero without one) where its phase has no taps (live[p] == 0)
-    row = tl.program_id(0).to(tl.int64)
-    oh = row % OH
+def _conv_transposed_rows(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G, phases,
+{GEOMETRY_AND_TILES}):
+    # BLOCK_M consecutive outputs ow of one output row (sample n, depth od, height oh) by
+    # BLOCK_N output channels, so the store writes whole sectors. The row's depth and
+    # height taps are those of its phase, the table row of phase (od % SD, oh % SH, 0) (see
+    # _conv_transposed); each W tap kw is one product over them, with the outputs it does
+    # not reach (ow + PW - kw * DW not a multiple of SW) masked off.
+    blocks = tl.cdiv(OW, BLOCK_M)
+    row = tl.program_id(0).to(tl.int64) // blocks
+    oh = (row % OH).to(tl.int32)
     t = row // OH
-    od = t % OD
-    nc = t // OD
-    ow = tl.program_id(1) * BLOCK_W + tl.arange(0, BLOCK_W)
-    w_in = ow < OW
-    phase = ((od % SD) * SH + oh % SH) * SW + ow % SW
-    src = buf + phase * PHASE_SIZE + ((nc * QD + od // SD) * QH + oh // SH) * QW + ow // SW
-    has_taps = tl.load(live + phase, mask=w_in, other=0) != 0
-    v = tl.load(src, mask=w_in & has_taps, other=0.0)
-    if HAS_BIAS:
-        v = tl.where(has_taps, v, tl.load(bias + nc % C_OUT).to(v.dtype))
-    tl.store(out + row * OW + ow, v, mask=w_in)
-'''
+    od = (t % OD).to(tl.int32)
+    n = t // OD
+    g = tl.program_id(2)
+    ow = (tl.program_id(0) % blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    m_in = ow < OW
+    n_in = rn < COUT_G
+    co = g * COUT_G + rn
+    rd = od % SD
+    rh = oh % SH
+    tab = phases + (rd * SH + rh) * SW * 15
+    KD0 = tl.load(tab + 3)
+    KH0 = tl.load(tab + 4)
+    CD = tl.load(tab + 6)
+    CH = tl.load(tab + 7)
+    TD = tl.load(tab + 9)
+    TH = tl.load(tab + 10)
+    TAPS = CD * CH
+    K = CIN_G * TAPS
+    DHW = D * H * W
+    x_rows = x + (n * C_IN + g * CIN_G) * DHW
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    for kw in tl.static_range(KW):
+        tw = ow + PW - kw * DW
+        xw = tw // SW
+        reach = m_in & (tw >= 0) & (tw % SW == 0) & (xw < W)
+        for k0 in range(0, K, BLOCK_K):
+            kk = k0 + rk
+            k_in = kk < K
+            ci = kk // TAPS
+            j = kk % TAPS
+            kd = KD0 + (j // CH) * TD
+            kh = KH0 + (j % CH) * TH
+            # exact divisions: the row's taps are those whose offset is a multiple of the stride
+            xd = od // SD + (rd + PD - kd * DD) // SD
+            xh = oh // SH + (rh + PH - kh * DH) // SH
+            inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & k_in
+            px = x_rows + (ci.to(tl.int64) * DHW + (xd * H + xh) * W)[None, :] + xw[:, None]
+            a = tl.load(px, mask=reach[:, None] & inside[None, :], other=0.0)
+            tap = (kd * KH + kh) * KW + kw
+            pw = w + ((g * CIN_G + ci[:, None]) * COUT_G + rn[None, :]) * (KD * KH * KW) + tap[:, None]
+            b = tl.load(pw, mask=k_in[:, None] & n_in[None, :], other=0.0)
+            acc += tl.dot(a, b@PRECISION@)
+    ODHW = OD * OH * OW
+    sp = (od.to(tl.int64) * OH + oh) * OW + ow
+{STORE}'''
 
 LAUNCHER = '''def _narrowed(block, size):
     """`block`, or the smallest power of two (at least 16) covering a smaller `size`."""
@@ -290,30 +322,23 @@ class _CONV:
         self.groups = groups
         self._phase_tables = {}
 
-    def _phases(self, out_size, kernel, device, *, phase_major):
-        """(table, live, q_max, most_taps) of a transposed convolution to `out_size`, made
-        once per size on `device` (a copy from the host on every call would wait for the
-        GPU): `table`, an int32 row per output phase of (rd, rh, rw, first tap, tap count and tap
-        step per dim, the phase's grid size per dim: 0 where `phase_major` and the phase has
-        no taps, since the interleave writes its bias); `live`, int32, 1 at a phase with taps
-        and outputs; `q_max`, the largest phase's grid size per dim; `most_taps`, the most
-        taps any phase sums."""
-        key = (out_size, kernel, str(device), phase_major)
+    def _phases(self, out_size, kernel, device):
+        """(table, q_max, most_taps) of a transposed convolution to `out_size`, made once per
+        size on `device` (a copy from the host on every call would wait for the GPU):
+        `table`, an int32 row per output phase of (rd, rh, rw, first tap, tap count and tap
+        step per dim, the phase's grid size per dim); `q_max`, the largest phase's grid size
+        per dim; `most_taps`, the most taps any phase sums."""
+        key = (out_size, kernel, str(device))
         if key not in self._phase_tables:
-            rows, live = [], []
+            rows = []
             q_max = [-(-o // s) for o, s in zip(out_size, self.stride)]
             sd, sh, sw = self.stride
             for phase in [(a, c, e) for a in range(sd) for c in range(sh) for e in range(sw)]:
                 q = [max(0, (o - r + s - 1) // s) for o, r, s in zip(out_size, phase, self.stride)]
                 taps = [_phase_taps(r, s, pad, d, k) for r, s, pad, d, k in
                         zip(phase, self.stride, self.padding, self.dilation, kernel)]
-                has_taps = _prod(t[1] for t in taps) > 0
-                if phase_major and not has_taps:
-                    q = [0, 0, 0]
                 rows.append([*phase, *(t[0] for t in taps), *(t[1] for t in taps), *(t[2] for t in taps), *q])
-                live.append(int(min(q) > 0 and has_taps))
-            self._phase_tables[key] = (torch.tensor(rows, dtype=torch.int32, device=device),
-                                       torch.tensor(live, dtype=torch.int32, device=device), q_max,
+            self._phase_tables[key] = (torch.tensor(rows, dtype=torch.int32, device=device), q_max,
                                        max(_prod(r[6:9]) for r in rows))
         return self._phase_tables[key]
 
@@ -356,25 +381,19 @@ class _CONV:
             _conv[grid](x, weight, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
                         BLOCK_K=_narrowed(p["BLOCK_K"], cin_g * _prod(kernel)), **meta)
             return out
-        # every output phase (position modulo the stride) in one launch, each phase summing
-        # only the kernel taps that reach it
-        phase_major = _prod(self.stride) > 1 and bool(int(p.get("PHASE_MAJOR", 0)))
-        table, live, q_max, most_taps = self._phases(tuple(out_size), kernel, x.device, phase_major=phase_major)
-        phase_count = table.shape[0]
+        table, q_max, most_taps = self._phases(tuple(out_size), kernel, x.device)
+        block_k = _narrowed(p["BLOCK_K"], cin_g * most_taps)
+        if _prod(self.stride) > 1 and bool(int(p.get("ALL_PHASES", 1))):
+            # BLOCK_M consecutive outputs of one output row per program
+            grid = (N * out_size[0] * out_size[1] * triton.cdiv(out_size[2], BM), triton.cdiv(cout_g, BN), self.groups)
+            _conv_transposed_rows[grid](x, weight, b, out, C_in, *size, C_out, *out_size, cin_g, cout_g, table,
+                                        *geometry, BLOCK_K=block_k, **meta)
+            return out
+        # every output phase in one launch, each phase summing only the kernel taps that reach it
         M = N * _prod(q_max)
-        target, grid_size = out, out_size
-        if phase_major:
-            target, grid_size = torch.empty((phase_count, N, C_out, *q_max), dtype=x.dtype, device=x.device), q_max
-        grid = (phase_count * triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
-        _conv_transposed[grid](x, weight, b, target, M, C_in, *size, C_out, *grid_size, cin_g, cout_g, *q_max,
-                               table, phase_count, *geometry, BLOCK_K=_narrowed(p["BLOCK_K"], cin_g * most_taps),
-                               PHASE_MAJOR=phase_major, **meta)
-        if phase_major:
-            od, oh, ow = out_size
-            block_w = min(1024, triton.next_power_of_2(ow))
-            grid = (N * C_out * od * oh, triton.cdiv(ow, block_w))
-            _conv_interleave[grid](target, live, b, out, C_out, od, oh, ow, *q_max, target[0].numel(),
-                                   *self.stride, HAS_BIAS=bias is not None, BLOCK_W=block_w, num_warps=4)
+        grid = (table.shape[0] * triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
+        _conv_transposed[grid](x, weight, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *q_max,
+                               table, table.shape[0], *geometry, BLOCK_K=block_k, **meta)
         return out
 '''
 

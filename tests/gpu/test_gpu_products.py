@@ -1,6 +1,7 @@
 """The matrix-product and convolution templates as real Triton kernels on the GPU: the
 cases the CPU tests run under Triton's interpreter (tests/templates/product_cases.py),
-compiled and launched for real with each float32 product (dot_precision.F32_DOT), a
+compiled and launched for real with each float32 product (dot_precision.F32_DOT) and,
+for the convolutions, each order of a strided transposed one's phases (ALL_PHASES), a
 split-K product over a long K with the parameters the template picks, and bfloat16
 operands (the interpreter's bf16 dot cannot check them)."""
 
@@ -27,12 +28,14 @@ def test_gemm_case_on_the_gpu(tmp_path, name, forward, inputs, split_k, f32_dot,
     assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("all_phases", [1, 0])
 @pytest.mark.parametrize("f32_dot", F32_DOT)
 @pytest.mark.parametrize("name,module,x", CONV_CASES, ids=[c[0] for c in CONV_CASES])
-def test_conv_case_on_the_gpu(tmp_path, name, module, x, f32_dot):
+def test_conv_case_on_the_gpu(tmp_path, name, module, x, f32_dot, all_phases):
     task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                      inputs=f"[{x}]", sig="x")
-    ref, got = run_candidate(task, backend="triton", params={**CONV_BLOCKS, "F32_DOT": f32_dot}, device="cuda")
+    params = {**CONV_BLOCKS, "F32_DOT": f32_dot, "ALL_PHASES": all_phases}
+    ref, got = run_candidate(task, backend="triton", params=params, device="cuda")
     assert got.is_cuda
     assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)
 

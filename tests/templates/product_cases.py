@@ -49,6 +49,10 @@ CONV_CASES = [
      "torch.randn(1, 3, 3, 4)"),
     ("transposed1d_stride_dividing_dilation", "nn.ConvTranspose1d(3, 2, 4, stride=2, padding=1, dilation=2)",
      "torch.randn(2, 3, 6)"),
+    ("transposed2d_strided_rows_only", "nn.ConvTranspose2d(3, 4, (3, 2), stride=(3, 1), padding=(1, 0))",
+     "torch.randn(1, 3, 4, 5)"),
+    ("transposed2d_rows_longer_than_a_block", "nn.ConvTranspose2d(2, 3, 3, stride=(2, 3), padding=1)",
+     "torch.randn(1, 2, 3, 21)"),
     ("transposed3d", "nn.ConvTranspose3d(4, 2, (3, 2, 2), stride=(2, 1, 2), padding=(1, 0, 1), "
      "output_padding=(1, 0, 1), groups=2)", "torch.randn(1, 4, 3, 4, 3)"),
 ]

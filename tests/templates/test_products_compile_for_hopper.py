@@ -75,19 +75,19 @@ def test_conv_cases_compile_for_hopper(tmp_path):
     for name, module, x in CONV_CASES:
         task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                          inputs=f"[{x}]", sig="x")
-        builds += [{"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": dot, "PHASE_MAJOR": phase_major}}
-                   for dot in F32_DOT for phase_major in (0, 1)]
+        builds += [{"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": dot, "ALL_PHASES": all_phases}}
+                   for dot in F32_DOT for all_phases in (0, 1)]
     rows = compile_for_hopper(builds)
     assert not failures(rows), failures(rows)
     modules = {str(tmp_path / f"{name}.py"): eval(module, {"nn": torch.nn}) for name, module, _ in CONV_CASES}
     depthwise = {path for path, m in modules.items() if m.in_channels == m.groups}
     assert len(depthwise) == 5
-    for r in rows:  # one input channel per group: the direct kernel; transposed: one launch for all phases
+    for r in rows:  # one input channel per group: the direct kernel; strided transposed: one launch, by rows or by phases
         names = {name for name, _ in r["kernels"]}
         module = modules[r["path"]]
         strided = module.transposed and max(module.stride) > 1
         want = ({"_conv_depthwise"} if r["path"] in depthwise else
-                {"_conv_transposed", "_conv_interleave"} if strided and r["params"]["PHASE_MAJOR"] else
+                {"_conv_transposed_rows"} if strided and r["params"]["ALL_PHASES"] else
                 {"_conv_transposed"} if module.transposed else {"_conv"})
         assert names == want, r
 
@@ -157,7 +157,7 @@ def test_conv_kernels_template_compiles_for_hopper(tmp_path):
                                for t in (task, up) for dot in F32_DOT])
     assert not failures(rows), failures(rows)
     names = [{name for name, _ in r["kernels"]} for r in rows]
-    assert all("_conv" in n for n in names[:2]) and all("_conv_transposed" in n for n in names[2:]), names
+    assert all("_conv" in n for n in names[:2]) and all("_conv_transposed_rows" in n for n in names[2:]), names
 
 
 def test_kernelbench_level2_convolutions_with_conv_kernels_compile_for_hopper():
@@ -170,5 +170,5 @@ def test_kernelbench_level2_convolutions_with_conv_kernels_compile_for_hopper():
     assert len(paths) >= 10, paths
     rows = compile_for_hopper([{"path": p, "profile": "full", "variant": "conv"} for p in paths])
     assert not failures(rows), failures(rows)
-    assert all({"_conv", "_conv_transposed", "_conv_depthwise"} & {name for name, _ in r["kernels"]}
+    assert all({"_conv", "_conv_transposed", "_conv_transposed_rows", "_conv_depthwise"} & {name for name, _ in r["kernels"]}
                for r in rows), rows
