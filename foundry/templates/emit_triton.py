@@ -13,7 +13,7 @@ entropy (one program per row; a reduced loss sums the rows' losses in a second k
 
 from __future__ import annotations
 
-from foundry.templates.ir import Phase, Region
+from foundry.templates.ir import FLOAT_BYTES, Phase, Region
 from foundry.templates.launch import phase_ints
 from foundry.templates.triton_ops import MUL_COMBINE, TRITON_REDUCE, triton_pointwise
 
@@ -75,10 +75,14 @@ def _params(region: Region) -> list:
     return names + ["out"] + phase_ints(region)
 
 
-def _kernel(name: str, region: Region, body: list, extra: tuple = ()) -> str:
+def _kernel(name: str, region: Region, body: list, extra: tuple = (), do_not_specialize: tuple = ()) -> str:
+    """A @triton.jit kernel `name` over the region's parameters, `extra` ones and BLOCK;
+    `do_not_specialize`: integer parameters Triton compiles for any value (not for their
+    divisibility by 16 or a value of 1)."""
     params = ", ".join(_params(region) + list(extra) + ["BLOCK: tl.constexpr"])
     text = "\n".join("    " + ln for ln in body)
-    return f"@triton.jit\ndef {name}({params}):\n{text}\n"
+    jit = f"@triton.jit(do_not_specialize={list(do_not_specialize)!r})" if do_not_specialize else "@triton.jit"
+    return f"{jit}\ndef {name}({params}):\n{text}\n"
 
 
 def _store(region: Region, g: str, value: str, mask: str) -> list:
@@ -367,11 +371,15 @@ def _scan(region: Region):
 def _pool(region: Region):
     """A tile of ROWS output rows x BLOCK_W outputs along W per program (ROWS * BLOCK_W =
     BLOCK; BLOCK_W the smaller of BLOCK and W's next power of two), a window of up to
-    UNROLLED_WINDOW taps unrolled (a larger one looped); a
-    3-D window adds a depth loop, a 1-D or 2-D one is read as a 2-D window over (H, W)
-    (H = 1 for 1-D). Output coordinates come from the row index and the column, so no
-    element pays for 64-bit divisions. (With the window looped, a 1-D max pool of 8 taps ran
-    at 0.53x of torch.compile on the H200, untuned.)"""
+    UNROLLED_WINDOW taps unrolled (a larger one looped); a 3-D window adds a depth loop, a
+    1-D or 2-D one is read as a 2-D window over (H, W) (H = 1 for 1-D). Output coordinates
+    come from the row index and the column, so no element pays for 64-bit divisions; a
+    window row's bounds checks and offset are computed once per tile row, not per element.
+    Where W's taps read at offsets that differ modulo a 16-byte vector (stride 1), the W
+    offset is a runtime argument Triton does not specialize on, so that every tap's load
+    has the same layout instead of each alignment its own with conversions between them
+    (on the H200, level1/41's MaxPool1d ran 1.3x faster so; the bounds checks per tile row
+    ran level1/46's AvgPool3d 1.6x faster, both in-process)."""
     window = region.row.window
     (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = window.as_3d()
     deep = window.dims == 3
@@ -379,25 +387,31 @@ def _pool(region: Region):
     name = f"{region.name}_pool"
     init = 'float("-inf")' if is_max else "0.0"
     plane = "(nc * D + dz)" if deep else "nc"
-    pre, v = _pre(region, f"({plane} * H + ih) * W + iw", "ok")
+    pre, v = _pre(region, "row_at + iw", "ok")
     if is_max:
         step = [f"acc = tl.where(ok & (({v} > acc) | ({v} != {v})), {v}, acc)"]
-    else:
-        step = [f"acc += tl.where(ok, {v}, 0.0)", "cnt += ok.to(tl.float32)"]
-    inside = "m & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)" + (" & (dz >= 0) & (dz < D)" if deep else "")
+    else:  # a masked load reads 0.0 where the window leaves the input; a pre chain may not
+        step = [f"acc += {v}" if not region.pre.body else f"acc += tl.where(ok, {v}, 0.0)",
+                "cnt += ok.to(tl.float32)"]
+    lanes = 16 // FLOAT_BYTES[region.pre.operands[region.anchor].dtype]  # elements per 16-byte load
+    mixed = sw == 1 and len({(b * dw - pw) % lanes for b in range(kw)}) > 1
+    w_offset = "+ W_SHIFT" if mixed else f"- {pw}"
+    row_ok = "r_in & (ih >= 0) & (ih < H)" + (" & (dz >= 0) & (dz < D)" if deep else "")
     # a window of up to UNROLLED_WINDOW taps unrolled, so that its loads are in flight together
     loop = _static_loop if kd * kh * kw <= UNROLLED_WINDOW else _loop
-    cols = loop("b", "0", str(kw), "1", [f"iw = w0 + b * {dw}", f"ok = {inside}", *pre, *step])
-    window_loops = loop("a", "0", str(kh), "1", [f"ih = h0 + a * {dh}", *cols])
+    cols = loop("b", "0", str(kw), "1", [f"iw = w0 + b * {dw}", "ok = row_ok & ((iw >= 0) & (iw < W))",
+                                         *pre, *step])
+    window_loops = loop("a", "0", str(kh), "1", [f"ih = h0 + a * {dh}", f"row_ok = {row_ok}",
+                                                 f"row_at = ({plane} * H + ih) * W", *cols])
     if deep:
         window_loops = loop("e", "0", str(kd), "1", [f"dz = d0 + e * {dd}", *window_loops])
     body = ["pid = tl.program_id(0)", "nb = tl.cdiv(OW, BLOCK_W)",
             "r = ((pid // nb).to(tl.int64) * ROWS + tl.arange(0, ROWS))[:, None]",
             "ow = ((pid % nb) * BLOCK_W + tl.arange(0, BLOCK_W))[None, :]",
-            "m = (r < outer * OD * OH) & (ow < OW)", "o = r * OW + ow", "oh = r % OH",
+            "r_in = r < outer * OD * OH", "m = r_in & (ow < OW)", "o = r * OW + ow", "oh = r % OH",
             *(["od = (r // OH) % OD", "nc = r // (OH * OD)", f"d0 = od * {sd} - {pd}"] if deep
               else ["nc = r // OH"]),
-            f"h0 = oh * {sh} - {ph}", f"w0 = ow * {sw} - {pw}",
+            f"h0 = oh * {sh} - {ph}", f"w0 = ow * {sw} {w_offset}",
             f"acc = tl.full([ROWS, BLOCK_W], {init}, tl.float32)",
             "cnt = tl.zeros([ROWS, BLOCK_W], dtype=tl.float32)",
             *window_loops]
@@ -405,8 +419,9 @@ def _pool(region: Region):
     body += _store(region, "o", value, "m")
     launch = ["B = int(self.params['BLOCK'])", "BW = min(B, triton.next_power_of_2(max(OW, 1)))",
               _call(name, region, "triton.cdiv(outer * OD * OH, B // BW) * triton.cdiv(OW, BW)",
-                    "ROWS=B // BW, BLOCK_W=BW")]
-    return _kernel(name, region, body, ("ROWS: tl.constexpr", "BLOCK_W: tl.constexpr")), launch
+                    f"{'-' + str(pw) + ', ' if mixed else ''}ROWS=B // BW, BLOCK_W=BW")]
+    extra = (("W_SHIFT",) if mixed else ()) + ("ROWS: tl.constexpr", "BLOCK_W: tl.constexpr")
+    return _kernel(name, region, body, extra, do_not_specialize=("W_SHIFT",) if mixed else ()), launch
 
 
 def _loss(region: Region):

@@ -18,6 +18,7 @@ FLOAT = "float32"  # what every template computes in
 # the float dtypes a region may read and write (a 16-bit one is loaded into float32, computed
 # there and rounded once when stored)
 FLOATS = ("float32", "bfloat16", "float16")
+FLOAT_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}  # an element's size, per name in FLOATS
 
 
 @dataclass(frozen=True)

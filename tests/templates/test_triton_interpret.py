@@ -74,3 +74,18 @@ def test_suite_gemm_tasks_with_linear_kernels(task):
     ref, got = run_candidate(task, backend="triton", variant="linear",
                              params={"LIN_BLOCK_M": 64, "LIN_BLOCK_N": 64, "LIN_BLOCK_K": 64})
     assert_close(ref, got)
+
+
+@pytest.mark.parametrize("module,hidden", [
+    ("nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", True),  # taps at -4, -1, 2, ...: mixed alignments
+    ("nn.MaxPool1d(4, stride=1, padding=0, dilation=4)", False),  # every tap 16-byte aligned
+    ("nn.AvgPool1d(3, stride=2, padding=1)", False),  # strided: no tap's load is contiguous
+])
+def test_pooling_w_offset_is_a_runtime_value_only_where_tap_alignments_differ(tmp_path, module, hidden):
+    from foundry.templates.engine import emit
+    task = make_task(tmp_path, "pool", forward="return self.p(x)", sig="x", init=f"self.p = {module}",
+                     inputs="[torch.randn(2, 3, 40)]")
+    src = emit(task, backend="triton")
+    assert ("@triton.jit(do_not_specialize=['W_SHIFT'])" in src) is hidden
+    ref, got = run_candidate(task, backend="triton", params={"BLOCK": 16})
+    assert_close(ref, got)
