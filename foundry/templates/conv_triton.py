@@ -8,15 +8,17 @@ output position reads (zero where the padding puts them outside the input), accu
 in float32 (float32 tiles multiplied as dot_precision.F32_DOT says), the bias added once
 at the store. A strided transposed convolution has output phases (position modulo the
 stride), each reached by its own kernel taps. By default (ALL_PHASES) a program computes
-BLOCK_M consecutive outputs of one output row, every phase along W, so that the store
-writes whole 32-byte sectors: the depth and height taps those of the row's phase, one
-product per W tap with the outputs it does not reach masked off. With ALL_PHASES off,
-every output phase runs in one launch, the phase the grid's fastest index, each summing
-only its own taps, and a program's outputs lie a stride apart. A convolution with one
-input channel per group (depthwise) runs a direct kernel instead: DW_BLOCK output
-positions of one (sample, channel) plane per program, a multiply-add per kernel tap (as
-an implicit GEMM its tiles would hold one useful column). Offsets that can pass 2^31
-elements are int64."""
+a run of consecutive outputs of one output row, every phase along W: one product per
+phase and W tap, the depth and height taps those of the row's phase, and the phases
+interleaved in registers so that the store writes consecutive outputs. (On the H200,
+level1/81 in-process: 1.33 ms so, 3.41 ms one phase per program; one product per W tap
+over consecutive outputs, the outputs it does not reach masked off, 3.5-9.6 ms.) With
+ALL_PHASES off, every output phase runs in one launch, the phase the grid's fastest
+index, each summing only its own taps, and a program's outputs lie a stride apart. A
+convolution with one input channel per group (depthwise) runs a direct kernel instead:
+DW_BLOCK output positions of one (sample, channel) plane per program, a multiply-add per
+kernel tap (as an implicit GEMM its tiles would hold one useful column). Offsets that can
+pass 2^31 elements are int64."""
 
 from __future__ import annotations
 
@@ -229,24 +231,26 @@ def _conv_depthwise(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
 
 
 @triton.jit
-def _conv_transposed_rows(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G, phases,
-{GEOMETRY_AND_TILES}):
-    # BLOCK_M consecutive outputs ow of one output row (sample n, depth od, height oh) by
-    # BLOCK_N output channels, so the store writes whole sectors. The row's depth and
-    # height taps are those of its phase, the table row of phase (od % SD, oh % SH, 0) (see
-    # _conv_transposed); each W tap kw is one product over them, with the outputs it does
-    # not reach (ow + PW - kw * DW not a multiple of SW) masked off.
-    blocks = tl.cdiv(OW, BLOCK_M)
+def _conv_transposed_rows(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G, QW, phases,
+{GEOMETRY_AND_TILES}, BLOCK_Q: tl.constexpr, SWP: tl.constexpr):
+    # BLOCK_Q * SW consecutive outputs ow = qw * SW + rw (qw of this program's BLOCK_Q,
+    # every phase rw < SW) of one output row (sample n, depth od, height oh) by BLOCK_N
+    # output channels. The row's depth and height taps: those of its phase, from the table
+    # row of phase (od % SD, oh % SH, 0) (see _conv_transposed). Phase rw's W taps are the kw
+    # with (rw + PW - kw * DW) a multiple of SW, all known when the kernel is compiled;
+    # each reads input columns qw + (rw + PW - kw * DW) // SW. The phases' tiles are
+    # interleaved in registers (SWP, the phase count rounded up to a power of two) so that
+    # the store writes consecutive outputs.
+    blocks = tl.cdiv(QW, BLOCK_Q)
     row = tl.program_id(0).to(tl.int64) // blocks
     oh = (row % OH).to(tl.int32)
     t = row // OH
     od = (t % OD).to(tl.int32)
     n = t // OD
     g = tl.program_id(2)
-    ow = (tl.program_id(0) % blocks) * BLOCK_M + tl.arange(0, BLOCK_M)
+    rq = (tl.program_id(0) % blocks) * BLOCK_Q + tl.arange(0, BLOCK_Q)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    m_in = ow < OW
     n_in = rn < COUT_G
     co = g * COUT_G + rn
     rd = od % SD
@@ -262,31 +266,40 @@ def _conv_transposed_rows(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN
     K = CIN_G * TAPS
     DHW = D * H * W
     x_rows = x + (n * C_IN + g * CIN_G) * DHW
-    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
-    for kw in tl.static_range(KW):
-        tw = ow + PW - kw * DW
-        xw = tw // SW
-        reach = m_in & (tw >= 0) & (tw % SW == 0) & (xw < W)
-        for k0 in range(0, K, BLOCK_K):
-            kk = k0 + rk
-            k_in = kk < K
-            ci = kk // TAPS
-            j = kk % TAPS
-            kd = KD0 + (j // CH) * TD
-            kh = KH0 + (j % CH) * TH
-            # exact divisions: the row's taps are those whose offset is a multiple of the stride
-            xd = od // SD + (rd + PD - kd * DD) // SD
-            xh = oh // SH + (rh + PH - kh * DH) // SH
-            inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & k_in
-            px = x_rows + (ci.to(tl.int64) * DHW + (xd * H + xh) * W)[None, :] + xw[:, None]
-            a = tl.load(px, mask=reach[:, None] & inside[None, :], other=0.0)
-            tap = (kd * KH + kh) * KW + kw
-            pw = w + ((g * CIN_G + ci[:, None]) * COUT_G + rn[None, :]) * (KD * KH * KW) + tap[:, None]
-            b = tl.load(pw, mask=k_in[:, None] & n_in[None, :], other=0.0)
-            acc += tl.dot(a, b@PRECISION@)
+    phase = tl.arange(0, SWP)
+    tiles = tl.zeros([BLOCK_Q, SWP, BLOCK_N], dtype=tl.float32)
+    for rw in tl.static_range(SW):
+        acc = tl.zeros([BLOCK_Q, BLOCK_N], dtype=tl.float32)
+        for kw in tl.static_range(KW):
+            if (rw + PW - kw * DW) % SW == 0:
+                xw = rq + (rw + PW - kw * DW) // SW
+                w_in = (xw >= 0) & (xw < W)
+                for k0 in range(0, K, BLOCK_K):
+                    kk = k0 + rk
+                    k_in = kk < K
+                    ci = kk // TAPS
+                    j = kk % TAPS
+                    kd = KD0 + (j // CH) * TD
+                    kh = KH0 + (j % CH) * TH
+                    # exact divisions: the row's taps are those whose offset is a multiple of the stride
+                    xd = od // SD + (rd + PD - kd * DD) // SD
+                    xh = oh // SH + (rh + PH - kh * DH) // SH
+                    inside = (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & k_in
+                    px = x_rows + (ci.to(tl.int64) * DHW + (xd * H + xh) * W)[None, :] + xw[:, None]
+                    a = tl.load(px, mask=w_in[:, None] & inside[None, :], other=0.0)
+                    tap = (kd * KH + kh) * KW + kw
+                    pw = w + ((g * CIN_G + ci[:, None]) * COUT_G + rn[None, :]) * (KD * KH * KW) + tap[:, None]
+                    b = tl.load(pw, mask=k_in[:, None] & n_in[None, :], other=0.0)
+                    acc += tl.dot(a, b@PRECISION@)
+        tiles = tl.where((phase == rw)[None, :, None], acc[:, None, :], tiles)
+    if HAS_BIAS:
+        tiles += tl.load(bias + co, mask=n_in, other=0.0).to(tl.float32)[None, None, :]
+    ow = rq[:, None] * SW + phase[None, :]
+    s_in = (phase[None, :] < SW) & (ow < OW)
     ODHW = OD * OH * OW
-    sp = (od.to(tl.int64) * OH + oh) * OW + ow
-{STORE}'''
+    po = out + (n * C_OUT * ODHW + (od.to(tl.int64) * OH + oh) * OW) + ow[:, :, None] + co.to(tl.int64)[None, None, :] * ODHW
+    tl.store(po, tiles.to(out.dtype.element_ty), mask=s_in[:, :, None] & n_in[None, None, :])
+'''
 
 LAUNCHER = '''def _narrowed(block, size):
     """`block`, or the smallest power of two (at least 16) covering a smaller `size`."""
@@ -384,10 +397,13 @@ class _CONV:
         table, q_max, most_taps = self._phases(tuple(out_size), kernel, x.device)
         block_k = _narrowed(p["BLOCK_K"], cin_g * most_taps)
         if _prod(self.stride) > 1 and bool(int(p.get("ALL_PHASES", 1))):
-            # BLOCK_M consecutive outputs of one output row per program
-            grid = (N * out_size[0] * out_size[1] * triton.cdiv(out_size[2], BM), triton.cdiv(cout_g, BN), self.groups)
-            _conv_transposed_rows[grid](x, weight, b, out, C_in, *size, C_out, *out_size, cin_g, cout_g, table,
-                                        *geometry, BLOCK_K=block_k, **meta)
+            # BLOCK_Q * SW consecutive outputs of one output row per program, every W phase;
+            # BLOCK_Q from BLOCK_M (at least 16, a product's smallest side)
+            phases_w = max(2, triton.next_power_of_2(self.stride[2]))
+            block_q = max(16, BM // phases_w)
+            grid = (N * out_size[0] * out_size[1] * triton.cdiv(q_max[2], block_q), triton.cdiv(cout_g, BN), self.groups)
+            _conv_transposed_rows[grid](x, weight, b, out, C_in, *size, C_out, *out_size, cin_g, cout_g, q_max[2],
+                                        table, *geometry, BLOCK_K=block_k, BLOCK_Q=block_q, SWP=phases_w, **meta)
             return out
         # every output phase in one launch, each phase summing only the kernel taps that reach it
         M = N * _prod(q_max)

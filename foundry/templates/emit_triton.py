@@ -20,7 +20,7 @@ from foundry.templates.triton_ops import MUL_COMBINE, TRITON_REDUCE, triton_poin
 TUNABLE_TRITON = {"BLOCK": [1024, 256, 512, 2048, 4096], "num_warps": [4, 2, 8], "SPLIT": [1, 8, 32, 128]}
 
 
-def _load(phase: Phase, k: int, tag: str, ctx: str, mask: str) -> str:
+def _load(phase: Phase, k: int, tag: str, ctx: str, mask: str, other: str = "0") -> str:
     o = phase.operands[k]
     p, K, M = f"{tag}{k}", f"K{tag}", f"M{tag}{k}"
     fv = "f" if tag == "p" else "g"
@@ -38,12 +38,13 @@ def _load(phase: Phase, k: int, tag: str, ctx: str, mask: str) -> str:
         idx = {"full": fv, "col": f"{fv} % {K}", "row": f"({fv} // {K}) % {M}",
                "rowcol": f"(({fv} // {K}) % {M}) * {K} + {fv} % {K}"}[lay]
     if mask:
-        return f"tl.load({p} + {idx}, mask={mask}, other=0){cast}"
+        return f"tl.load({p} + {idx}, mask={mask}, other={other}){cast}"
     return f"tl.load({p} + {idx}){cast}"
 
 
-def phase_code(phase: Phase, tag: str, ctx: str, mask: str, row_expr: str = "") -> tuple[list, str]:
-    """(lines, result expression) of a phase in Triton."""
+def phase_code(phase: Phase, tag: str, ctx: str, mask: str, row_expr: str = "", other: str = "0") -> tuple[list, str]:
+    """(lines, result expression) of a phase in Triton; a masked load reads `other` where
+    `mask` is false."""
     lines, loads = [], {}
 
     def arg(ref):
@@ -55,7 +56,7 @@ def phase_code(phase: Phase, tag: str, ctx: str, mask: str, row_expr: str = "") 
             return repr(float(ref.value))
         if ref.index not in loads:
             name = f"x{tag}{ref.index}"
-            lines.append(f"{name} = {_load(phase, ref.index, tag, ctx, mask)}")
+            lines.append(f"{name} = {_load(phase, ref.index, tag, ctx, mask, other)}")
             loads[ref.index] = name
         return loads[ref.index]
 
@@ -97,8 +98,8 @@ def _store(region: Region, g: str, value: str, mask: str) -> list:
     return lines + [f"tl.store(out + {g}, {res}{m})"]
 
 
-def _pre(region: Region, f: str, mask: str, ctx: str = "f") -> tuple[list, str]:
-    lines, v = phase_code(region.pre, "p", ctx, mask)
+def _pre(region: Region, f: str, mask: str, ctx: str = "f", other: str = "0") -> tuple[list, str]:
+    lines, v = phase_code(region.pre, "p", ctx, mask, other=other)
     head = [f"f = {f}"] if ctx == "f" else []
     return head + lines, v
 
@@ -385,14 +386,17 @@ def _pool(region: Region):
     deep = window.dims == 3
     is_max = region.row.kind == "max"
     name = f"{region.name}_pool"
-    init = 'float("-inf")' if is_max else "0.0"
     plane = "(nc * D + dz)" if deep else "nc"
-    pre, v = _pre(region, "row_at + iw", "ok")
-    if is_max:
-        step = [f"acc = tl.where(ok & (({v} > acc) | ({v} != {v})), {v}, acc)"]
-    else:  # a masked load reads 0.0 where the window leaves the input; a pre chain may not
-        step = [f"acc += {v}" if not region.pre.body else f"acc += tl.where(ok, {v}, 0.0)",
-                "cnt += ok.to(tl.float32)"]
+    # a masked load reads the identity (-inf, 0) where the window leaves the input; a pre chain
+    # may map it to another value, so its result is masked again
+    identity = 'float("-inf")' if is_max else "0.0"
+    pre, v = _pre(region, "row_at + iw", "ok", other=identity)
+    if region.pre.body:
+        v = f"tl.where(ok, {v}, {identity})"
+    if is_max:  # NaN wins, as in torch
+        step = [f"acc = tl.maximum(acc, {v}, propagate_nan=tl.PropagateNan.ALL)"]
+    else:
+        step = [f"acc += {v}", "cnt += ok.to(tl.float32)"]
     lanes = 16 // FLOAT_BYTES[region.pre.operands[region.anchor].dtype]  # elements per 16-byte load
     mixed = sw == 1 and len({(b * dw - pw) % lanes for b in range(kw)}) > 1
     w_offset = "+ W_SHIFT" if mixed else f"- {pw}"
@@ -412,7 +416,7 @@ def _pool(region: Region):
             *(["od = (r // OH) % OD", "nc = r // (OH * OD)", f"d0 = od * {sd} - {pd}"] if deep
               else ["nc = r // OH"]),
             f"h0 = oh * {sh} - {ph}", f"w0 = ow * {sw} {w_offset}",
-            f"acc = tl.full([ROWS, BLOCK_W], {init}, tl.float32)",
+            f"acc = tl.full([ROWS, BLOCK_W], {identity}, tl.float32)",
             "cnt = tl.zeros([ROWS, BLOCK_W], dtype=tl.float32)",
             *window_loops]
     value = "acc" if is_max else (f"acc / {float(kd * kh * kw)!r}" if window.count_include_pad else "acc / cnt")
