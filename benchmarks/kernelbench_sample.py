@@ -4,11 +4,11 @@ over the whole sample.
 
     python benchmarks/kernelbench_sample.py [--path ../shared/kernelbench] [--every 4]
         [--levels 1 2] [--wall-s 540] [--keep DIR] [--resume | --report-only | --baselines-only]
-        [--max-autotune] [--override key=value ...] [--out sample.json]
+        [--max-autotune] [--only LEVEL/NUMBER ...] [--override key=value ...] [--out sample.json]
 
 The sample: of each level's problem files present in `--path`, ordered by problem number,
-every `--every`-th starting with the first (every 4th of levels 1 and 2: 40 problems). The
-main job runs on it (`python -m foundry tasks=kernelbench ... llm=none`, its default
+every `--every`-th starting with the first (every 4th of levels 1 and 2: 40 problems);
+`--only 1/21 1/41 ...` keeps those of the sample alone (figures over them only). The main job runs on it (`python -m foundry tasks=kernelbench ... llm=none`, its default
 search: compiler seeds, templates, tuning); `--resume` continues the run kept in `--keep`
 (`resume=<run dir>`), so a sample larger than one sitting is judged over several;
 `--report-only` runs no sitting and reports the run kept in `--keep` (e.g. to time
@@ -62,6 +62,16 @@ def sample(path: Path, *, levels: list[int], every: int) -> list[str]:
                          if p.name.split("_", 1)[0].isdigit())
         picked += [f"{level}/{n}" for n in numbers[::every]]
     return picked
+
+
+def restrict(problems: list[str], only: list[str]) -> list[str]:
+    """`problems` kept to those named in `only` (each `level/number` of the sample)."""
+    if not only:
+        return problems
+    unknown = [o for o in only if o not in problems]
+    if unknown:
+        raise SystemExit(f"--only: {', '.join(unknown)} not in the sample ({', '.join(problems)})")
+    return [p for p in problems if p in only]
 
 
 def geomean(xs: list[float]) -> float | None:
@@ -149,7 +159,7 @@ def time_baselines(a: argparse.Namespace) -> int:
     """`--baselines-only`: the sample's baselines timed into the judge's disk cache (its
     key is the problem's content, so a run's report finds them), printed and, with
     `--out`, written."""
-    problems = sample(Path(a.path), levels=a.levels, every=a.every)
+    problems = restrict(sample(Path(a.path), levels=a.levels, every=a.every), a.only)
     tasks_dir = Path(tempfile.mkdtemp(prefix="kb-baselines-"))
     ids = link_problems(Path(a.path), problems, tasks_dir)
     print(f"{len(ids)} problems (every {a.every}th of levels {a.levels}): baselines only", flush=True)
@@ -174,6 +184,7 @@ def main() -> int:
     ap.add_argument("--baselines-only", action="store_true",
                     help="no run: time the sample's baselines into the judge's disk cache")
     ap.add_argument("--max-autotune", action="store_true", help="also time torch.compile(mode='max-autotune')")
+    ap.add_argument("--only", nargs="+", default=[], help="keep these of the sample (level/number, e.g. 1/41)")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--override", nargs="*", default=[], help="more Hydra overrides for the main job")
     ap.add_argument("--out", default="")
@@ -187,7 +198,7 @@ def main() -> int:
         return time_baselines(a)
     keep = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="kb-sample-"))
     keep.mkdir(parents=True, exist_ok=True)
-    problems = sample(Path(a.path), levels=a.levels, every=a.every)
+    problems = restrict(sample(Path(a.path), levels=a.levels, every=a.every), a.only)
     tasks_dir, run_dir = keep / "tasks", keep / "run"
     if not tasks_dir.exists():
         ids = link_problems(Path(a.path), problems, tasks_dir)

@@ -28,6 +28,14 @@ def test_the_sample_is_every_nth_present_problem_by_number(bench, tmp_path):
         bench.sample(tmp_path, levels=[3], every=4)
 
 
+def test_only_keeps_the_named_problems_of_the_sample(bench):
+    problems = ["1/1", "1/8", "1/55", "2/9"]
+    assert bench.restrict(problems, []) == problems
+    assert bench.restrict(problems, ["2/9", "1/8"]) == ["1/8", "2/9"]
+    with pytest.raises(SystemExit, match="1/2 not in the sample"):
+        bench.restrict(problems, ["1/1", "1/2"])
+
+
 def test_a_task_without_a_kernel_counts_at_eagers_time(bench):
     rows = {
         "a": {"correct": 3, "best_ms": 1.0, "eager_ms": 2.0, "compile_ms": 1.5, "max_autotune_ms": 1.2,
