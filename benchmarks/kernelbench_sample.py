@@ -8,8 +8,9 @@ over the whole sample.
 
 The sample: of each level's problem files present in `--path`, ordered by problem number,
 every `--every`-th starting with the first (every 4th of levels 1 and 2: 40 problems);
-`--only 1/21 1/41 ...` keeps those of the sample alone (figures over them only). The main job runs on it (`python -m foundry tasks=kernelbench ... llm=none`, its default
-search: compiler seeds, templates, tuning); `--resume` continues the run kept in `--keep`
+`--only 1/21 1/41 ...` keeps those of the sample alone (figures over them only). The main
+job runs on it (`python -m foundry tasks=kernelbench ... llm=none`, its default search:
+compiler seeds, templates, tuning); `--resume` continues the run kept in `--keep`
 (`resume=<run dir>`), so a sample larger than one sitting is judged over several;
 `--report-only` runs no sitting and reports the run kept in `--keep` (e.g. to time
 max-autotune's baselines on their own); `--baselines-only` needs no run: it times the
