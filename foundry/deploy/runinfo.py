@@ -79,7 +79,9 @@ def read_run(run_dir: str | Path, model: nn.Module, *, tasks_dir: str | Path | N
         path = run.best_file(region.task_id)
         if best is None:
             passed.append((region.task_id, "no correct kernel in the run"))
-        elif not best.result.speedup_eager or best.result.speedup_eager <= 1.0:
+        elif best.result.speedup_eager is None:
+            passed.append((region.task_id, "best correct kernel has no eager time to beat (its baseline failed)"))
+        elif best.result.speedup_eager <= 1.0:
             passed.append((region.task_id, f"best correct kernel is not faster than eager "
                                            f"({best.result.speedup_eager:.3g}x)"))
         elif not path.is_file():

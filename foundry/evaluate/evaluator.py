@@ -51,6 +51,7 @@ log = logging.getLogger(__name__)
 OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
 _ALLOC_FAILED = re.compile(r"can't allocate memory|MemoryError|Cannot allocate memory|std::bad_alloc")
 BASELINE_SEED = 20240601
+BASELINE_ERROR_KEPT = 1500  # characters of a failed baseline's error kept in a result's metrics (its end)
 
 
 class Evaluator:
@@ -358,8 +359,8 @@ class Evaluator:
             with phases.measure("recheck"):
                 runtime, spread = self._recheck(task, cand, backend, f, runtime, spread, metrics)
             speedup = b.eager_ms / runtime if runtime else None
-        if b.error:
-            metrics["baseline_error"] = b.error[:500]
+        if b.error:  # a traceback's end says what failed
+            metrics["baseline_error"] = b.error[-BASELINE_ERROR_KEPT:]
         if b.eager_kernels or b.compile_kernels:
             metrics["baseline_kernels"] = {k: v for k, v in (("eager", b.eager_kernels),
                                                              ("compile", b.compile_kernels)) if v}

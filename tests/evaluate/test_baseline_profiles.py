@@ -143,3 +143,20 @@ def test_the_baselines_are_profiled_after_both_timed_runs(monkeypatch):
     assert timed == ["go", "time eager", "go", "go", "time compile", "go", "profile", "profile"]
     assert events.index("compiled call") == 4  # after the compile's go, before its timed runs
     assert sent == [{"kind": "baseline_kernels", "eager": EAGER, "compile": EAGER}]
+
+
+def test_a_failed_baselines_error_keeps_its_end(tmp_path, monkeypatch):
+    # a traceback's last line names the failure; its head is only the call chain
+    relu = load_task(ROOT / "benchmarks" / "smoke" / "relu.py")
+    trace = "Traceback (most recent call last):\n" + '  File "harness.py", line 1, in time_model\n' * 80
+    ev = Evaluator(config=EvalConfig.from_config({"trials": 3, "timeout_s": 15, "compile_baseline": False,
+                                                  "timing_min_ms": 50}))
+    monkeypatch.setattr(ev, "_baseline", lambda task, phases=None: Baseline(
+        eager_ms=None, error=trace + "RuntimeError: the eager forward ran out of memory"))
+    try:
+        r = ev.evaluate(task=relu, candidate=Candidate.make(task_id=relu.task_id, backend="c",
+                                                            source=textwrap.dedent(HONEST)))
+    finally:
+        ev.close()
+    assert r.correct and r.eager_ms is None
+    assert r.metrics["baseline_error"].endswith("RuntimeError: the eager forward ran out of memory")

@@ -160,6 +160,27 @@ def test_report_shows_the_best_kernel_against_its_roofline_floor(tmp_path):
     assert (tmp_path / "plots" / "roofline.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_a_task_whose_baseline_failed_keeps_its_fastest_correct_kernel(tmp_path):
+    import dataclasses
+    from foundry.store.summary import summarize
+    run = RunDir(tmp_path)
+    run.write_meta({"tasks": ["t1", "t2"]})
+    log = EvaluationLog(tmp_path, flush_rows=2)
+    for i, ms in enumerate([3.0, 2.0, 2.5]):  # t1: no eager time beside any of them
+        c, r = pair(i, speed=None)
+        log.append(c, dataclasses.replace(r, runtime_ms=ms, eager_ms=None, compile_ms=None))
+    for i, (speed, ms) in enumerate([(None, 1.0), (1.5, 2.8)], start=3):  # t2: one has a speedup
+        c, r = pair(i, task="t2", speed=speed)
+        log.append(c, dataclasses.replace(r, runtime_ms=ms))
+    log.close()
+    summaries = summarize(read_evaluations(tmp_path))
+    assert summaries["t1"].best_runtime_ms == 2.0 and summaries["t1"].best_speedup_eager is None
+    assert summaries["t2"].best_runtime_ms == 2.8 and summaries["t2"].best_speedup_eager == 1.5
+    report = build_report(tmp_path).read_text()
+    assert "no correct kernel found" not in report
+    assert "# 1\n" in (tmp_path / "best" / "t1.py").read_text()
+
+
 def test_report_cli(tmp_path):
     log = EvaluationLog(tmp_path)
     log.append(*pair(0, speed=2.0))
