@@ -38,23 +38,35 @@ TUNABLE_CONV = {"BLOCK_M": [256, 128, 64, 32], "BLOCK_N": [128, 64, 32, 16], "BL
 def conv_tunable(convs: tuple) -> dict:
     """TUNABLE_CONV for a chain of `convs` at their traced sizes, each default first:
     BLOCK_N and BLOCK_K no larger than the widest group's output channels and longest sum
-    need (the launcher also narrows them per convolution, never below 16), BLOCK_M 128
-    for a strided transposed convolution."""
+    need (the launcher also narrows them per convolution, never below 16); with a strided
+    transposed convolution ALL_PHASES (on first) and one pipeline stage among the choices,
+    first where every such convolution's per-row sum fits one BLOCK_K step."""
     tun = {k: list(v) for k, v in TUNABLE_CONV.items()}
     per_group = max(c.out_channels // c.groups for c in convs)
     longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
     tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
                BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
-    if any(c.transposed and max(c.stride) > 1 for c in convs):
-        # a strided phase's rows are scattered over the output: storing a 256-row float32
-        # tile goes through a staging buffer that can pass the shared memory (an H200's too)
-        tun["BLOCK_M"] = default_first(128, tun["BLOCK_M"])
-    if any(c.transposed and max(c.stride) > 1 for c in convs):
-        tun["ALL_PHASES"] = [1, 0]
+    strided = [c for c in convs if c.transposed and max(c.stride) > 1]
+    if strided:
+        # one pipeline stage offered, and first where each program's sum is one BLOCK_K step
+        # (the all-phases kernel on level1/81, 32 input channels and one tap per row phase,
+        # on the H200 in-process: 1.12 ms with one stage, 1.49-1.79 ms with three: the
+        # buffers cost registers and shared memory and overlap nothing)
+        stages = tun["num_stages"] + [1]
+        short = all(c.in_channels // c.groups * _most_row_taps(c) <= tun["BLOCK_K"][0] for c in strided)
+        tun.update(ALL_PHASES=[1, 0], num_stages=default_first(1, stages) if short else stages)
     tun.update(dot_precision_tunable(chain_dtype(convs)))
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
     return tun
+
+
+def _most_row_taps(conv: Conv) -> int:
+    """The most depth x height taps of a transposed convolution that reach one output row
+    (a row's phase along those dims): per dim, kernel taps a stride apart in offset
+    (step s / gcd(s, d)) reach the same phase."""
+    dims = list(zip(conv.kernel, conv.stride, conv.dilation))[:-1]  # all spatial dims but W
+    return math.prod(-(-k // (s // math.gcd(s, d))) for k, s, d in dims)
 
 
 def chain_dtype(convs: tuple) -> str:
