@@ -39,34 +39,22 @@ def conv_tunable(convs: tuple) -> dict:
     """TUNABLE_CONV for a chain of `convs` at their traced sizes, each default first:
     BLOCK_N and BLOCK_K no larger than the widest group's output channels and longest sum
     need (the launcher also narrows them per convolution, never below 16); with a strided
-    transposed convolution ALL_PHASES (on first) and one pipeline stage among the choices,
-    first where every such convolution's per-row sum fits one BLOCK_K step."""
+    transposed convolution, ALL_PHASES (on first) and one pipeline stage (first)."""
     tun = {k: list(v) for k, v in TUNABLE_CONV.items()}
     per_group = max(c.out_channels // c.groups for c in convs)
     longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
     tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
                BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
-    strided = [c for c in convs if c.transposed and max(c.stride) > 1]
-    if strided:
-        # one pipeline stage offered, and first where each program's sum is one BLOCK_K step
-        # (the all-phases kernel on level1/81, 32 input channels and one tap per row phase,
-        # on the H200 in-process: 1.12 ms with one stage, 1.49-1.79 ms with three: the
-        # buffers cost registers and shared memory and overlap nothing)
-        stages = tun["num_stages"] + [1]
-        short = all(c.in_channels // c.groups * _most_row_taps(c) <= tun["BLOCK_K"][0] for c in strided)
-        tun.update(ALL_PHASES=[1, 0], num_stages=default_first(1, stages) if short else stages)
+    if any(c.transposed and max(c.stride) > 1 for c in convs):
+        # the all-phases kernel (its sums in loops inside the unrolled phases) with one pipeline
+        # stage, whose buffers would only cost registers and shared memory; on the H200,
+        # in-process at these defaults, one stage against three: level1/72 2.74 vs 6.08 ms,
+        # 75 1.44 vs 4.26, 79 1.56 vs 3.14, 81 1.16 vs 1.32
+        tun.update(ALL_PHASES=[1, 0], num_stages=default_first(1, tun["num_stages"] + [1]))
     tun.update(dot_precision_tunable(chain_dtype(convs)))
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
     return tun
-
-
-def _most_row_taps(conv: Conv) -> int:
-    """The most depth x height taps of a transposed convolution that reach one output row
-    (a row's phase along those dims): per dim, kernel taps a stride apart in offset
-    (step s / gcd(s, d)) reach the same phase."""
-    dims = list(zip(conv.kernel, conv.stride, conv.dilation))[:-1]  # all spatial dims but W
-    return math.prod(-(-k // (s // math.gcd(s, d))) for k, s, d in dims)
 
 
 def chain_dtype(convs: tuple) -> str:
