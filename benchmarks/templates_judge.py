@@ -1,7 +1,6 @@
 """Run every template candidate of the suite (each variant that applies) through the real
 judge (foundry.evaluate) and print its verdict: stage, correctness, guard flags, speedup
-over eager (and over torch.compile with --compile-baseline), its time and, where the judge
-placed it against the task's roofline (on a GPU), its fraction of the floor.
+over eager (and over torch.compile with --compile-baseline) and its judged time.
 
     python benchmarks/templates_judge.py [--backend c|triton] [--level 1 2 3] [--only SUBSTR ...]
         [--path DIR] [--device cpu|cuda] [--profile small|full] [--compile-baseline]
@@ -66,9 +65,7 @@ def main() -> int:
                 spc = f" vs torch.compile={r.speedup_compile:.2f}x" if r.speedup_compile else ""
                 label = task.task_id if len(names) == 1 else f"{task.task_id} [{variant}]"
                 ms = f" runtime={r.runtime_ms:.3f}ms" if r.correct and r.runtime_ms else ""
-                floor = (r.metrics or {}).get("roofline") or {}
-                at = f" floor={floor['fraction']:.2f}" if isinstance(floor.get("fraction"), (int, float)) else ""
-                print(f"{label:42s} stage={r.stage} correct={r.correct} speedup={sp}{spc}{ms}{at} "
+                print(f"{label:42s} stage={r.stage} correct={r.correct} speedup={sp}{spc}{ms} "
                       f"flags={list(r.flags)} {r.error[:160]!r}", flush=True)
             n_ok += correct
     print(f"\ncorrect {n_ok}/{n_cov} covered; guard flags: {dict(flags)}")
