@@ -135,6 +135,15 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
 {STORE}
 
 @triton.jit
+def _phase_row(row):
+    # a phase's row of the int32 phase table (see _CONV._phases): its (rd, rh, rw), then the
+    # first tap, the tap count and the tap step per dim (its grid size follows at row + 12)
+    return (tl.load(row), tl.load(row + 1), tl.load(row + 2), tl.load(row + 3), tl.load(row + 4),
+            tl.load(row + 5), tl.load(row + 6), tl.load(row + 7), tl.load(row + 8), tl.load(row + 9),
+            tl.load(row + 10), tl.load(row + 11))
+
+
+@triton.jit
 def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G, QD, QH, QW,
                      phases, PHASES,
 {GEOMETRY_AND_TILES}):
@@ -147,18 +156,7 @@ def _conv_transposed(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G
     # QD x QH x QW (the same rows in every phase), masked past the phase's own.
     p = tl.program_id(0) % PHASES
     row = phases + p * 15
-    RD = tl.load(row)
-    RH = tl.load(row + 1)
-    RW = tl.load(row + 2)
-    KD0 = tl.load(row + 3)
-    KH0 = tl.load(row + 4)
-    KW0 = tl.load(row + 5)
-    CD = tl.load(row + 6)
-    CH = tl.load(row + 7)
-    CW = tl.load(row + 8)
-    TD = tl.load(row + 9)
-    TH = tl.load(row + 10)
-    TW = tl.load(row + 11)
+    RD, RH, RW, KD0, KH0, KW0, CD, CH, CW, TD, TH, TW = _phase_row(row)
 {_rows("qd qh qw", "QD QH QW", block="tl.program_id(0) // PHASES")}    m_in = m_in & (qd < tl.load(row + 12)) & (qh < tl.load(row + 13)) & (qw < tl.load(row + 14))
     TAPS = CD * CH * CW
     K = CIN_G * TAPS
@@ -255,13 +253,7 @@ def _conv_transposed_rows(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN
     co = g * COUT_G + rn
     rd = od % SD
     rh = oh % SH
-    tab = phases + (rd * SH + rh) * SW * 15
-    KD0 = tl.load(tab + 3)
-    KH0 = tl.load(tab + 4)
-    CD = tl.load(tab + 6)
-    CH = tl.load(tab + 7)
-    TD = tl.load(tab + 9)
-    TH = tl.load(tab + 10)
+    _, _, _, KD0, KH0, _, CD, CH, _, TD, TH, _ = _phase_row(phases + (rd * SH + rh) * SW * 15)
     TAPS = CD * CH
     K = CIN_G * TAPS
     DHW = D * H * W
