@@ -400,6 +400,7 @@ def _pool(region: Region):
     lanes = 16 // FLOAT_BYTES[region.pre.operands[region.anchor].dtype]  # elements per 16-byte load
     mixed = sw == 1 and len({(b * dw - pw) % lanes for b in range(kw)}) > 1
     w_offset = "+ W_SHIFT" if mixed else f"- {pw}"
+    runtime_shift = ("W_SHIFT",) if mixed else ()  # the kernel's parameter, unspecialized
     row_ok = "r_in & (ih >= 0) & (ih < H)" + (" & (dz >= 0) & (dz < D)" if deep else "")
     # a window of up to UNROLLED_WINDOW taps unrolled, so that its loads are in flight together
     loop = _static_loop if kd * kh * kw <= UNROLLED_WINDOW else _loop
@@ -423,9 +424,9 @@ def _pool(region: Region):
     body += _store(region, "o", value, "m")
     launch = ["B = int(self.params['BLOCK'])", "BW = min(B, triton.next_power_of_2(max(OW, 1)))",
               _call(name, region, "triton.cdiv(outer * OD * OH, B // BW) * triton.cdiv(OW, BW)",
-                    f"{'-' + str(pw) + ', ' if mixed else ''}ROWS=B // BW, BLOCK_W=BW")]
-    extra = (("W_SHIFT",) if mixed else ()) + ("ROWS: tl.constexpr", "BLOCK_W: tl.constexpr")
-    return _kernel(name, region, body, extra, do_not_specialize=("W_SHIFT",) if mixed else ()), launch
+                    f"{f'-{pw}, ' if mixed else ''}ROWS=B // BW, BLOCK_W=BW")]
+    extra = runtime_shift + ("ROWS: tl.constexpr", "BLOCK_W: tl.constexpr")
+    return _kernel(name, region, body, extra, do_not_specialize=runtime_shift), launch
 
 
 def _loss(region: Region):
