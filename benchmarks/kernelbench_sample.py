@@ -209,6 +209,10 @@ def main() -> int:
     for flag, given in (("--resume", a.resume), ("--report-only", a.report_only)):
         if given and not (run_dir / "run.json").exists():
             raise SystemExit(f"{flag}: no run in {run_dir}")
+    if not (a.resume or a.report_only) and (run_dir / "run.json").exists():
+        # a new sitting there would be reported with the old run's evaluations
+        raise SystemExit(f"--keep {keep}: it holds a run already ({run_dir}); pass --resume to continue it, "
+                         f"or an empty folder")
     levels = ",".join(str(v) for v in a.levels)
     cmd = [sys.executable, "-m", "foundry", "tasks=kernelbench", f"tasks.path={tasks_dir}", f"tasks.level=[{levels}]",
            "tasks.ids=null", "llm=none", "budget.evaluations=null", f"budget.wall_time_s={a.wall_s}",

@@ -139,6 +139,10 @@ def run(cfg: Any) -> Path:
     settings = settings_from(cfg)
     run_dir = RunDir(settings.resume or _hydra_output_dir() or
                      Path("runs") / time.strftime("%Y-%m-%d_%H-%M-%S"))
+    if not settings.resume and run_dir.meta_path.exists():
+        # a second session there would mix its evaluations with the first's in every figure
+        raise ConfigError(f"{run_dir.path} already holds a run: continue it with resume={run_dir.path}, "
+                          f"or give hydra.run.dir a folder without one")
     OmegaConf.save(OmegaConf.create(settings.raw), run_dir.config)
     progress_mode = settings.run.progress
     say = ProgressView(RunProgress(tasks={}), mode=progress_mode).say

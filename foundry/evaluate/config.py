@@ -54,6 +54,9 @@ class EvalConfig:
     standby: on a GPU, run each job in a child forked ahead of it (its sandbox set up and
         its CUDA context made while the lane finished the previous job); off by default
         until its gain is measured on a GPU. Each lane then holds one more CUDA context.
+    screen_prebuild_workers: on a GPU, a screen of a Triton candidate first builds its
+        settings' kernels this many at once, each in a child process, into Triton's disk
+        cache (the screen's loop then finds them built); 0 builds each in the loop.
     """
 
     device: str = "cpu"
@@ -82,6 +85,7 @@ class EvalConfig:
     max_error_chars: int = 4000
     isolation: str = "auto"  # auto | none | required: read-only filesystem, no network, no capabilities
     standby: bool = False  # cuda: each job in a child forked ahead (CUDA context ready)
+    screen_prebuild_workers: int = 8  # cuda, Triton: a screen's settings built at once (0: in its loop)
     tf32: str = "off"  # cuda: TF32 for matmul and cuDNN: "off" | "on" | "torch-default"
     atol: float | None = None  # None: the task's TOLERANCES, else per-dtype defaults
     rtol: float | None = None
@@ -98,6 +102,8 @@ class EvalConfig:
                      "full_size_trials"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"EvalConfig.{name} must be >= 1, got {getattr(self, name)!r}")
+        if int(self.screen_prebuild_workers) < 0:
+            raise ValueError(f"EvalConfig.screen_prebuild_workers must be >= 0, got {self.screen_prebuild_workers!r}")
         for name in ("timeout_s", "baseline_timeout_s", "timing_block_ms"):
             if float(getattr(self, name)) <= 0:
                 raise ValueError(f"EvalConfig.{name} must be > 0, got {getattr(self, name)!r}")

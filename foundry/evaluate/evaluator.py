@@ -162,7 +162,8 @@ class Evaluator:
         job = Job(kind="screen", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
                   variants=({},), init_seed=init_seed_for(base), trials=trials,
                   timing=screen_timing(self._timing(trials, backend)),
-                  candidate=self._candidate_spec(candidate, backend), points=points)
+                  candidate=self._candidate_spec(candidate, backend), points=points,
+                  prebuild_workers=int(cfg.screen_prebuild_workers))
         self._worker.ensure_preloaded(backend.preload)
         deadline = cfg.timeout_s * max(1.0, len(points) / 2)
         with self.gate.memory(self._setup.screen_bytes(task, points=len(points)) if cfg.device == "cuda" else 0):

@@ -86,6 +86,7 @@ class Job:
     compile_baseline: bool = False
     compile_mode: str = "default"  # torch.compile's mode for that baseline
     points: tuple = ()  # screen jobs: the TUNABLE settings, in order
+    prebuild_workers: int = 0  # screen jobs: settings whose kernels are built at once before the loop
     cuda_ipc: bool = False  # set by the sandbox when the judge imports CUDA outputs
 
     def __post_init__(self) -> None:
@@ -140,6 +141,7 @@ class Job:
                        compile_baseline=bool(raw.get("compile_baseline", False)),
                        compile_mode=str(raw.get("compile_mode", "default")),
                        points=tuple(dict(p) for p in raw.get("points") or ()),
+                       prebuild_workers=int(raw.get("prebuild_workers", 0)),
                        cuda_ipc=bool(raw.get("cuda_ipc", False)))
         except JobError:
             raise

@@ -4,10 +4,15 @@ judge's side is screening.py."""
 
 from __future__ import annotations
 
+import os
 import traceback
 from contextlib import contextmanager
 
-from foundry.evaluate import protocol
+import torch
+
+from foundry.evaluate import protocol, triton_prebuild
+
+PREBUILD_TIMEOUT_S = 240.0  # a child still building after this long is killed (the loop builds it)
 
 
 @contextmanager
@@ -27,6 +32,7 @@ def run_screen(worker) -> None:
     points sharing one set and one count of its changes. One process builds them all."""
     job = worker.job
     worker.trials[0]["inputs"] = None  # each point gets inputs regenerated from the seed
+    prebuilt = prebuild_points(worker)
     built: list = []  # (point index, model) of the points that ran
     for k, point in enumerate(job.points):
         parts: dict = {}  # where the point's build and trial went, on the worker's clock (advisory)
@@ -45,6 +51,8 @@ def run_screen(worker) -> None:
             continue
         finally:
             inputs = None  # a point's inputs go before the next point's (GBs at full size)
+        parts.update(prebuilt)  # the whole prebuild, counted once: with the first point that ran
+        prebuilt = {}
         tensors: list = []
         worker.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors),
                      "parts": parts, **info}, tensors)
@@ -60,3 +68,42 @@ def run_screen(worker) -> None:
         worker.time_model(model, job.timing, kind="screen_timing", extra={"point": k}, fatal=False, sets=sets,
                           changes=changes)
     worker.wait_go()  # timed: the device is let go
+
+
+def prebuild_points(worker) -> dict:
+    """Every point's Triton kernels built into Triton's disk cache at once, before the
+    loop (triton_prebuild), where the job is a Triton candidate on a CUDA device with more
+    than one point and `job.prebuild_workers` children may build at once; {} elsewhere,
+    else the prebuild's seconds and how many points built."""
+    job = worker.job
+    if (job.device != "cuda" or job.candidate.backend != "triton" or len(job.points) < 2
+            or job.prebuild_workers < 1):
+        return {}
+    if triton_prebuild.unsupported() is not None:
+        return {}
+    target = triton_prebuild.device_target()
+    if target is None:
+        return {}
+    worker.ensure_worker_setup()
+    worker.write_candidate_file()  # before the fork: the children read it, none writes it
+    variant = worker.variants[worker.trials[0]["variant"]]
+    try:  # the task's own code, before any candidate code here: shapes and dtypes only
+        with torch.device("meta"):
+            inputs = list(variant["module"].get_inputs())
+    except Exception:  # noqa: BLE001 - inputs that need real values: the loop builds every point
+        return {}
+
+    def build(point: dict) -> None:
+        module = worker.load_candidate(params=point)
+        with torch.device("meta"):
+            model = module.ModelNew(*variant["init"])
+        with torch.no_grad():
+            model(*inputs)
+
+    def in_child() -> None:  # nothing a child does reaches the judge
+        worker.send = lambda *args, **kwargs: None
+
+    workers = min(job.prebuild_workers, len(job.points), os.cpu_count() or 1)
+    report = triton_prebuild.prebuild(job.points, build, target=target, workers=workers,
+                                      timeout_s=PREBUILD_TIMEOUT_S, in_child=in_child)
+    return {"prebuild_s": round(report.wall_s, 4), "prebuilt_points": sum(report.built)}

@@ -21,7 +21,9 @@ from foundry.evaluate.verdict import decode, torch_compute_violation
 from foundry.types import ScreenedPoint
 
 
-WORKER_PARTS = ("load_s", "construct_s", "inputs_s", "run_s")  # a point's build and trial, as the worker timed it
+# a point's build and trial, as the worker timed it; the first point that ran also carries
+# the prebuild's wall seconds and how many points it built (screen_run.prebuild_points)
+WORKER_PARTS = ("load_s", "construct_s", "inputs_s", "run_s", "prebuild_s", "prebuilt_points")
 
 
 def worker_parts(reported: Any) -> dict[str, float]:

@@ -67,6 +67,18 @@ def test_bad_override_fails_at_start_with_a_message_naming_it(tmp_path):
     assert out.returncode != 0 and "evaluatons" in out.stderr
 
 
+def test_a_folder_that_holds_a_run_is_not_run_into_again(tmp_path):
+    """A second session there would mix its evaluations with the first's: resume it or
+    pick another folder; the run's files are left as they were."""
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "run.json").write_text('{"sessions": [{"started": 1}]}')
+    out = _cli(f"hydra.run.dir={held}", "budget.evaluations=1")
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert f"resume={held}" in out.stderr and "Traceback" not in out.stderr
+    assert (held / "run.json").read_text() == '{"sessions": [{"started": 1}]}'
+
+
 def test_conf_is_found_after_a_non_editable_install(tmp_path):
     """`pip install .` into a throwaway target (no deps), then compose from outside the
     checkout: the config package travels with the wheel."""

@@ -66,6 +66,24 @@ def test_resume_and_report_only_need_a_kept_run(bench, tmp_path, monkeypatch, fl
         bench.main()
 
 
+def test_a_new_sitting_refuses_a_kept_run(bench, tmp_path, monkeypatch):
+    """Without --resume, a sitting into a folder that holds a run would be reported with
+    that run's evaluations: refused before any sitting starts."""
+    (tmp_path / "kb" / "level1").mkdir(parents=True)
+    (tmp_path / "kb" / "level1" / "1_Problem.py").write_text("")
+    (tmp_path / "keep" / "run").mkdir(parents=True)
+    (tmp_path / "keep" / "run" / "run.json").write_text("{}")
+
+    def no_sitting(*args, **kwargs):
+        raise AssertionError("a sitting started")
+
+    monkeypatch.setattr(bench.subprocess, "run", no_sitting)
+    monkeypatch.setattr("sys.argv", ["kernelbench_sample.py", "--path", str(tmp_path / "kb"), "--levels", "1",
+                                     "--keep", str(tmp_path / "keep")])
+    with pytest.raises(SystemExit, match="holds a run already"):
+        bench.main()
+
+
 def test_baselines_only_times_the_sample_without_a_run(bench, tmp_path, monkeypatch):
     for n in (1, 2, 3):
         (tmp_path / "kb" / "level1").mkdir(parents=True, exist_ok=True)

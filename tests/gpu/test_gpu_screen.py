@@ -50,3 +50,24 @@ def test_triton_points_are_built_and_checked_then_timed_together():
     assert all(not p.ok and "max abs error" in p.error for p in screened[4:]), screened[4:]  # twice the answer
     assert "device_wait_s" in screened[0].seconds
     assert all("timing_s" in p.seconds and "build_trial_s" in p.seconds for p in screened)
+
+
+def test_a_screens_points_are_built_at_once_before_its_loop():
+    """Every point's kernels built by the prebuild's children (the first point's seconds
+    say how many); with no prebuild workers, the loop builds them and nothing says so."""
+    from foundry.evaluate.evaluator import Evaluator
+    from foundry.tasks.loader import load_task
+    from foundry.types import Candidate
+
+    task = load_task(RELU_TASK, profile="small")
+    points = [{"BLOCK": b, "SCALE": 1} for b in (256, 512, 1024, 2048)]
+    for workers in (4, 0):
+        with Evaluator(config=gpu_eval_config(screen_prebuild_workers=workers)) as ev:
+            cand = Candidate.make(task_id=task.task_id, source=TUNED_RELU.replace('"SCALE": [1, 2]', '"SCALE": [1]'),
+                                  backend="triton")
+            screened = ev.screen(task=task, candidate=cand, points=points)
+        assert all(p.ok for p in screened), screened
+        if workers:
+            assert screened[0].seconds.get("prebuilt_points") == len(points), screened[0].seconds
+        else:
+            assert "prebuilt_points" not in screened[0].seconds

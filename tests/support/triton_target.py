@@ -1,7 +1,8 @@
-"""Compile Triton kernels for a GPU this machine does not have: while `compile_only()` is
-active, Triton's active driver is a stand-in that names an sm_90 (Hopper, H200) target,
-reports the H200's shared memory, and turns each launch into a no-op after the real
-compiler has built the kernel down to a cubin (ptxas included). A template's launcher
+"""Compile Triton kernels for a GPU this machine does not have: within
+`builds_only(H200)` (foundry.evaluate.triton_prebuild), Triton's active driver is a
+stand-in that names an sm_90 (Hopper, H200) target, reports the H200's shared memory,
+and turns each launch into a no-op after the real compiler has built the kernel down to
+a cubin (ptxas included). A template's launcher
 then runs on CPU or meta tensors, every kernel it launches is compiled as it would be on
 the GPU, and a kernel that the compiler rejects or that needs more shared memory than
 the device has raises as it would there. Nothing is computed: outputs are garbage.
@@ -11,94 +12,12 @@ session does) cannot compile: run builds through `main` in a fresh process."""
 
 from __future__ import annotations
 
-import contextlib
-from dataclasses import dataclass, field
+from foundry.evaluate.triton_prebuild import H200, Built, builds_only, unsupported
 
-H200_SHARED_MEMORY = 232448  # bytes per block (cudaDevAttrMaxSharedMemoryPerBlockOptin)
-H200_SMS = 132
 UNSUPPORTED = 3  # main's exit status where this Triton cannot take the stand-in driver
 
 
-@dataclass
-class Compiled:
-    """What one compile-only section built: (kernel name, shared memory bytes) per kernel loaded."""
-    kernels: list = field(default_factory=list)
-
-
-class _DeviceUtils:
-    def __init__(self, record: Compiled):
-        self.record = record
-
-    def get_device_properties(self, device):
-        return {"max_shared_mem": H200_SHARED_MEMORY, "multiprocessor_count": H200_SMS, "max_num_regs": 65536,
-                "warpSize": 32}
-
-    def load_binary(self, name, kernel, shared, device):
-        self.record.kernels.append((name, shared))
-        return 1, 1, 0, 0, 1024  # module, function, registers, spills, threads per block
-
-
-class _NoLaunch:
-    def __init__(self, src, metadata):
-        pass
-
-    def __call__(self, *args, **kwargs):
-        return None
-
-
-class _CompileOnlyDriver:
-    def __init__(self, capability: int, record: Compiled):
-        from triton.backends.compiler import GPUTarget
-        self.target = GPUTarget("cuda", capability, 32)
-        self.utils = _DeviceUtils(record)
-        self.launcher_cls = _NoLaunch
-
-    def is_active(self):
-        return True
-
-    def get_current_target(self):
-        return self.target
-
-    def get_current_device(self):
-        return 0
-
-    def get_current_stream(self, device=None):
-        return 0
-
-    def set_current_device(self, device):
-        pass
-
-
-def compile_only_supported() -> str | None:
-    """None where this Triton lets a driver be swapped in, else why not."""
-    try:
-        from triton.backends.compiler import GPUTarget  # noqa: F401
-        from triton.runtime import driver
-    except ImportError as e:
-        return f"triton is not importable: {e}"
-    if not hasattr(driver, "set_active"):
-        return "this triton has no driver.set_active"
-    return None
-
-
-@contextlib.contextmanager
-def compile_only(capability: int = 90):
-    """Within: Triton kernels compile for sm_`capability` and launch as no-ops; yields
-    the Compiled record of the kernels built (cached ones are not rebuilt)."""
-    from triton.runtime import driver
-    record = Compiled()
-    try:
-        previous = driver.active
-    except RuntimeError:  # no GPU driver here: Triton picks one again on first use
-        previous = None
-    driver.set_active(_CompileOnlyDriver(capability, record))
-    try:
-        yield record
-    finally:
-        driver.set_active(previous)
-
-
-def build_for_hopper(task, params: dict | None = None, variant: str = "fused") -> Compiled:
+def build_for_hopper(task, params: dict | None = None, variant: str = "fused") -> Built:
     """Run `task`'s Triton template candidate `variant` (with `params`) on meta tensors, every kernel
     compiled for sm_90; checks the output's shape and dtype against the reference's on
     meta tensors and returns the kernels built. Needs a process where Triton's
@@ -113,7 +32,7 @@ def build_for_hopper(task, params: dict | None = None, variant: str = "fused") -
         new = mod.ModelNew(*init)
     with torch.no_grad():
         expected = model(*inputs)
-        with compile_only(90) as built:
+        with builds_only(H200) as built:
             out = new(*inputs)
     if (out.shape, out.dtype) != (expected.shape, expected.dtype):
         raise AssertionError(f"output {tuple(out.shape)} {out.dtype}, "
@@ -133,7 +52,7 @@ def main() -> int:
     if os.environ.get("TRITON_INTERPRET", "0") not in ("", "0"):
         print("unset TRITON_INTERPRET: the interpreter replaces the compiler", file=sys.stderr)
         return 2
-    why = compile_only_supported()
+    why = unsupported()
     if why:
         print(why, file=sys.stderr)
         return UNSUPPORTED
