@@ -36,12 +36,15 @@ def tuner_config(templates: Mapping[str, Any]) -> dict:
 
 class EvaluationService:
     def __init__(self, *, evaluator: Any, tuning: Mapping[str, Any] | None, device: str,
-                 ceilings: Any = None, explored: Any = None):
+                 ceilings: Any = None, explored: Any = None, covered: set | None = None):
         """`ceilings` (foundry.tasks.roofline.DeviceCeilings of the device, or None): each
         correct result then gets `metrics["roofline"]`, its position against the task's
         floor (`Roofline.position`). `explored` (foundry.tuning.explored.ExploredPoints):
-        what the tuners of the same device measured so far, shared by its lanes."""
+        what the tuners of the same device measured so far, shared by its lanes; `covered`:
+        the ids of the tasks they have judged a correct kernel for, shared the same way
+        (where tuning waits for it, `tune_uncovered` false)."""
         self.evaluator, self.device, self.ceilings = evaluator, device, ceilings
+        self.covered = covered if covered is not None else set()
         self.tuner = None
         if tuning is not None:
             from foundry.tuning import Tuner, TunerConfig
@@ -72,6 +75,8 @@ class EvaluationService:
         """(the candidate as evaluated, possibly with tuned params; its result, with its
         roofline position where the service has the device's ceilings)."""
         evaluated, result = self._run(task, candidate)
+        if result.correct:
+            self.covered.add(task.task_id)
         return evaluated, self._with_roofline(task, result)
 
     def _with_roofline(self, task: Task, result: EvalResult) -> EvalResult:
@@ -97,6 +102,8 @@ class EvaluationService:
     def _run(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult]:
         if self.tuner is None or not candidate.source or not _TUNABLE.search(candidate.source):
             return candidate, self._measure(task)(candidate)
+        if not self.tuner.config.tune_uncovered and task.task_id not in self.covered:
+            return candidate, self._measure(task)(candidate)  # coverage first: tuning waits for a correct kernel
         seen: dict[str, Candidate] = {candidate.candidate_id: candidate}
         started, before = time.monotonic(), self.measurements
         tuned = self.tuner.tune(task=task, candidate=candidate, measure=self._measure(task, seen),

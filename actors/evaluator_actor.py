@@ -44,10 +44,11 @@ class EvaluatorActor:
         # before any lane runs: measuring the device's ceilings must not overlap a timed section
         self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
         explored = ExploredPoints()  # the lanes' tuners share what each parameter space gave
+        covered: set = set()  # and which tasks have a correct kernel
         self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate,
                                                                     backend=backend),
                                            tuning=tuning, device=device, ceilings=self.ceilings,
-                                           explored=explored)
+                                           explored=explored, covered=covered)
                          for _ in range(max(1, lanes))]
         # elites' hardware metrics, each with the device to itself (GPU runs only)
         self.profiler = None if impl else HardwareProfiler(device=device, gate=self.gate, ncu_share=ncu_share)

@@ -20,7 +20,10 @@ class TemplateConfig:
     epilogue); tune_budget: measurements per candidate; tune_exhaustive_max: spaces up to
     this size are searched whole; tune_seed: sampling seed; tune_cache: JSON cache path
     (null: none); tune_repeat_budget: measurements per candidate whose parameter space
-    was already measured on the task (null: half of tune_budget, at least 2)."""
+    was already measured on the task (null: half of tune_budget, at least 2);
+    tune_uncovered: tune a task's candidates before the evaluator has a correct kernel
+    for it (false: until then each is judged once, at its own settings, so that every
+    task gets a correct kernel sooner; tuning starts with the next ones)."""
 
     enabled: bool = True
     families: tuple = FAMILIES
@@ -30,6 +33,7 @@ class TemplateConfig:
     tune_seed: int = 0
     tune_cache: str | None = None
     tune_repeat_budget: int | None = None
+    tune_uncovered: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "families", tuple(self.families))
@@ -54,4 +58,4 @@ class TemplateConfig:
         from foundry.tuning.tuner import TunerConfig
         return TunerConfig(budget=self.tune_budget, exhaustive_max=self.tune_exhaustive_max,
                            seed=self.tune_seed, cache_path=self.tune_cache,
-                           repeat_budget=self.tune_repeat_budget)
+                           repeat_budget=self.tune_repeat_budget, tune_uncovered=bool(self.tune_uncovered))

@@ -24,13 +24,16 @@ class TunerConfig:
     sampled; seed: the sampling seed; cache_path: JSON cache file (None: no cache);
     repeat_budget: measurements per candidate whose parameter space the tuner has already
     measured on the task (its own setting, the fastest seen, settings not yet tried;
-    None: half the budget, at least 2)."""
+    None: half the budget, at least 2); tune_uncovered: whether its user (an evaluator's
+    lanes, actors.evaluation) tunes a task's candidates before it has a correct kernel
+    for the task (false: each is measured once at its own settings until then)."""
 
     budget: int = 16
     exhaustive_max: int = 32
     seed: int = 0
     cache_path: str | None = None
     repeat_budget: int | None = None
+    tune_uncovered: bool = True
 
     def __post_init__(self) -> None:
         if int(self.budget) < 1:

@@ -91,3 +91,21 @@ def test_with_the_devices_ceilings_each_correct_result_gets_its_roofline_positio
     # without ceilings (a CPU evaluator) nothing is added
     _, plain = EvaluationService(evaluator=FixedCostEvaluator(), device="cpu", tuning=None).run(relu_task, cand)
     assert "roofline" not in plain.metrics and "roofline_note" not in plain.metrics
+
+
+def test_with_tuning_waiting_for_coverage_a_tasks_first_candidate_is_judged_once(relu_task):
+    """tune_uncovered false: until a lane of the evaluator has judged a correct kernel for
+    the task, a TUNABLE candidate is measured once at its own settings; the lanes share
+    what is covered, and from then on candidates are tuned."""
+    tuning = tuner_config({"tune_budget": 8, "tune_exhaustive_max": 8, "tune_uncovered": False})
+    covered: set = set()
+    first, second = (EvaluationService(evaluator=FixedCostEvaluator(), device="cpu", tuning=tuning, covered=covered)
+                     for _ in range(2))
+    cand = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 5), backend="c",
+                          params={"UNROLL": 2})
+    out, result = first.run(relu_task, cand)
+    assert first.measurements == 1 and out == cand and "tuning" not in (result.metrics or {})
+    assert result.correct and covered == {relu_task.task_id}
+    other = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 6), backend="c")
+    _, tuned = second.run(relu_task, other)
+    assert second.measurements >= 3 and len(tuned.metrics["tuning"]) == 3  # the other lane tunes now
