@@ -11,6 +11,7 @@ and the kernel's parameters. `launch_source` writes the launch Inductor's launch
 with the single config Inductor's autotuner picked: `kernel[(gx, gy, gz)](args...,
 XBLOCK=..., num_warps=..., num_stages=...)`, the grid computed once, from the sizes the
 wrapper passes, by Inductor's own grid rule (`GridExpr`). Nothing autotunes at call time.
+A template's dots with TF32 turned off say so as `input_precision="ieee"` (`state_ieee_dots`).
 """
 
 from __future__ import annotations
@@ -84,6 +85,37 @@ def _is_jit(dec: ast.AST) -> bool:
     return ast.unparse(target) in ("triton.jit", "jit")
 
 
+def _flag_off(stmt: ast.stmt) -> str | None:
+    """The name a body statement sets to the constant False (`ALLOW_TF32: tl.constexpr =
+    False`, `ALLOW_TF32 = False`), else None."""
+    if isinstance(stmt, ast.AnnAssign) and stmt.simple and isinstance(stmt.target, ast.Name):
+        target, value = stmt.target, stmt.value
+    elif isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+        target, value = stmt.targets[0], stmt.value
+    else:
+        return None
+    return target.id if isinstance(value, ast.Constant) and value.value is False else None
+
+
+def state_ieee_dots(kernel: ast.FunctionDef) -> None:
+    """Inductor's GEMM and convolution templates name TF32 even where they turn it off
+    (`ALLOW_TF32: tl.constexpr = False` in the body, `tl.dot(a, b, allow_tf32=ALLOW_TF32)`),
+    and the judge's precision guard reads any TF32 in a candidate as TF32 used. Where a
+    dot's `allow_tf32` is a body constant set to False, the dot says what it computes,
+    `input_precision="ieee"` (the same float32 product), and the constant goes once
+    nothing else reads it. A constant set to True, or any other form, stays as it is."""
+    off = {name: stmt for stmt in kernel.body if (name := _flag_off(stmt))}
+    if not off:
+        return
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Call):
+            for kw in node.keywords:
+                if kw.arg == "allow_tf32" and isinstance(kw.value, ast.Name) and kw.value.id in off:
+                    kw.arg, kw.value = "input_precision", ast.Constant("ieee")
+    read = {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    kernel.body = [stmt for stmt in kernel.body if not (_flag_off(stmt) in off and _flag_off(stmt) not in read)]
+
+
 def parse_triton_kernel(name: str, source: str) -> TritonKernel:
     try:
         tree = ast.parse(source)
@@ -115,6 +147,7 @@ def parse_triton_kernel(name: str, source: str) -> TritonKernel:
     if "grid_type" not in inductor_meta:
         raise TritonSeedError(f"kernel {name!r} names no grid_type in its inductor_meta")
     kernel.decorator_list = [d for d in kernel.decorator_list if d is not heur[0]]
+    state_ieee_dots(kernel)
     args = kernel.args.posonlyargs + kernel.args.args
     constexprs = tuple(a.arg for a in args if a.annotation is not None and "constexpr" in ast.unparse(a.annotation))
     return TritonKernel(name=name, imports=tuple(imports), helpers=tuple(helpers), source=ast.unparse(kernel),
