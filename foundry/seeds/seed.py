@@ -41,6 +41,30 @@ def size_sets(task: Task) -> list[dict]:
     return sets
 
 
+def library_only(task: Task) -> bool:
+    """Whether the task's reference computes nothing but library GEMMs/convolutions (its
+    compute ops, as the judge records them, recorded here on the meta device): a kernel
+    file may not leave such a task's work to the library (foundry.evaluate.verdict)."""
+    import torch
+
+    from foundry.evaluate.harness import OpRecorder
+    from foundry.evaluate.verdict import LIBRARY_OPS
+    from foundry.templates.engine import reference_and_inputs
+    try:
+        model, _, inputs = reference_and_inputs(task, device="meta")
+        with torch.no_grad(), OpRecorder() as recorder:
+            model(*inputs)
+    except Exception:  # noqa: BLE001 - a reference the meta device cannot run: keep the default-mode seed
+        return False
+    ops = set(recorder.compute)
+    return bool(ops) and ops <= LIBRARY_OPS
+
+
+def _calls_library(codes: list[OutputCode]) -> bool:
+    """Whether Inductor's wrappers call a library kernel (`extern_kernels.mm(...)`)."""
+    return any("extern_kernels." in statement for code in codes for statement in code.body)
+
+
 def _capture_all(task: Task, device: str, threads: int, gemm_templates: bool = False) -> list[Capture]:
     captures = []
     for overrides in size_sets(task):
@@ -92,8 +116,10 @@ def _cpu_seed(task: Task, captures: list[Capture], codes: list[OutputCode]) -> S
 def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
     """The compiler seed of `task` on `device` ("cpu"; "cuda" makes a Triton seed), with
     Inductor's kernels generated for `threads` CPU threads (the judge's thread count).
-    On CUDA, where Inductor's default mode leaves the whole task to library calls (a
-    plain matmul or convolution), the seed is its max-autotune Triton templates instead."""
+    On CUDA, where Inductor's default mode leaves the task's work to library calls (a
+    plain matmul or convolution: no kernel of its own, or its kernels only around a
+    library call the judge would not accept there), the seed is its max-autotune Triton
+    templates instead."""
     if device not in ("cpu", "cuda"):
         raise ValueError(f"unknown device {device!r} for a compiler seed (choose cpu or cuda)")
     if device == "cuda":
@@ -109,7 +135,11 @@ def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
             return _cpu_seed(task, captures, codes)
         from foundry.seeds.triton_seed import OnlyLibraryCalls, triton_seed
         try:
-            return triton_seed(task, captures, codes)
+            seed = triton_seed(task, captures, codes)
+            if not (_calls_library(codes) and library_only(task)):
+                return seed
+            default_mode = ("Inductor's default mode left the task's only work, a library GEMM/convolution, "
+                            "to torch")
         except OnlyLibraryCalls as e:
             default_mode = str(e)
         try:

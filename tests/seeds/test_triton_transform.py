@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -206,8 +207,6 @@ def test_a_template_with_tf32_off_states_ieee_dots_and_passes_the_precision_guar
     """Inductor's templates name TF32 where they turn it off; the seed's dots say
     input_precision="ieee" instead (the same product), so the judge's precision guard,
     which reads any other TF32 as used, passes them. Turned on, it stays and is flagged."""
-    from foundry.evaluate.backends import get_backend
-    from foundry.evaluate.static_checks import check_source
     from foundry.seeds.triton_kernels import parse_triton_kernel
 
     def flags(kernel_source: str) -> dict:
@@ -219,3 +218,16 @@ def test_a_template_with_tf32_off_states_ieee_dots_and_passes_the_precision_guar
     on = parse_triton_kernel("triton_tem_fused_mm_0", GEMM_TF32_OFF.replace("= False", "= True"))
     assert "allow_tf32=ALLOW_TF32" in on.source and "ALLOW_TF32: tl.constexpr = True" in on.source
     assert "precision_drop" in flags(on.source)
+
+
+@pytest.mark.parametrize("name, only", [("level1/51_Conv2d.py", True), ("level1/01_Square_matmul.py", True),
+                                        ("level1/08_ReLU.py", False), ("level2/01_Gemm_ReLU.py", False),
+                                        ("level2/23_Conv2d_ReLU_BiasAdd.py", False)])
+def test_a_task_that_is_only_a_library_op_is_told_apart(name, only):
+    """The seed's rule for a default-mode seed that calls the library: the judge rejects
+    the library call where the task's reference computes nothing else (recorded as the
+    judge records it, here on the meta device), so that seed is not kept there."""
+    from foundry.seeds.seed import library_only
+
+    task = load_task(Path(__file__).resolve().parents[2] / "benchmarks" / "suite" / name, profile="full")
+    assert library_only(task) is only
