@@ -89,3 +89,18 @@ def test_pooling_w_offset_is_a_runtime_value_only_where_tap_alignments_differ(tm
     assert ("@triton.jit(do_not_specialize=['W_SHIFT'])" in src) is hidden
     ref, got = run_candidate(task, backend="triton", params={"BLOCK": 16})
     assert_close(ref, got)
+
+
+@pytest.mark.parametrize("module,first", [
+    ("nn.AvgPool3d(3, stride=2, padding=1)", 256),  # 27 taps: a smaller tile first
+    ("nn.MaxPool2d(4, stride=4)", 256),  # 16 taps
+    ("nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", 1024),  # 8 taps: the usual tile first
+])
+def test_wide_pooling_windows_try_smaller_tiles_first(tmp_path, module, first):
+    from foundry.templates.engine import emit
+    from foundry.tuning.space import defaults, read_tunable
+    shape = "[torch.randn(2, 3, 8, 8, 8)]" if "3d" in module else \
+        "[torch.randn(2, 3, 8, 8)]" if "2d" in module else "[torch.randn(2, 3, 40)]"
+    task = make_task(tmp_path, "pool", forward="return self.p(x)", sig="x", init=f"self.p = {module}", inputs=shape)
+    space = read_tunable(emit(task, backend="triton"))
+    assert defaults(space)["BLOCK"] == first and sorted(space["BLOCK"]) == [256, 512, 1024, 2048, 4096]
