@@ -2,7 +2,7 @@
 
 A screen runs every TUNABLE setting of a candidate in one worker, one after another, and
 each setting's first launch compiles its kernels: on a convolution at published sizes,
-eight settings spent 75-170 s there, nearly all of it in Triton's compiler, one core at
+eight settings spent 74-170 s there, nearly all of it in Triton's compiler, one core at
 a time. Before that loop, `prebuild` forks one child per setting (at most `workers` at
 once). A child swaps Triton's driver for a stand-in that names the device's own target
 and turns every launch into a no-op once the kernel is compiled, then runs the setting's
@@ -150,7 +150,8 @@ def prebuild(points: Sequence[dict], build: Callable[[dict], None], *, target: B
     """Fork a child per point (at most `workers` alive at once); each runs `in_child()`
     (e.g. to cut it off from the parent's channels), then `build(point)` inside
     `builds_only(target)`, and exits: 0 when it returned, 1 when it raised. A child still
-    running `timeout_s` after its start is killed. The parent never runs `build`."""
+    running `timeout_s` after its start is killed; where no child can be forked, the points
+    not started are left unbuilt. The parent never runs `build`."""
     start = time.monotonic()
     built = [False] * len(points)
     pending = list(enumerate(points))
@@ -158,7 +159,11 @@ def prebuild(points: Sequence[dict], build: Callable[[dict], None], *, target: B
     while pending or alive:
         while pending and len(alive) < max(1, workers):
             index, point = pending.pop(0)
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:  # no process to spare: the loop builds the rest
+                pending = []
+                break
             if pid == 0:  # the child: build, never return
                 code = 1
                 try:
