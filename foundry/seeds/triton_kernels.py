@@ -101,19 +101,24 @@ def state_ieee_dots(kernel: ast.FunctionDef) -> None:
     """Inductor's GEMM and convolution templates name TF32 even where they turn it off
     (`ALLOW_TF32: tl.constexpr = False` in the body, `tl.dot(a, b, allow_tf32=ALLOW_TF32)`),
     and the judge's precision guard reads any TF32 in a candidate as TF32 used. Where a
-    dot's `allow_tf32` is a body constant set to False, the dot says what it computes,
-    `input_precision="ieee"` (the same float32 product), and the constant goes once
-    nothing else reads it. A constant set to True, or any other form, stays as it is."""
-    off = {name: stmt for stmt in kernel.body if (name := _flag_off(stmt))}
-    if not off:
-        return
+    dot's `allow_tf32` is a name the body sets once, to the constant False, the dot says
+    what it computes, `input_precision="ieee"` (the same float32 product), and that
+    statement goes once nothing else reads the name. A flag set to True, set more than
+    once, or any other form, stays as it is."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(kernel):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    off = {name for stmt in kernel.body if (name := _flag_off(stmt)) and stores.get(name) == 1}
+    replaced = set()
     for node in ast.walk(kernel):
         if isinstance(node, ast.Call):
             for kw in node.keywords:
                 if kw.arg == "allow_tf32" and isinstance(kw.value, ast.Name) and kw.value.id in off:
+                    replaced.add(kw.value.id)
                     kw.arg, kw.value = "input_precision", ast.Constant("ieee")
     read = {n.id for n in ast.walk(kernel) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-    kernel.body = [stmt for stmt in kernel.body if not (_flag_off(stmt) in off and _flag_off(stmt) not in read)]
+    kernel.body = [stmt for stmt in kernel.body if _flag_off(stmt) not in replaced - read]
 
 
 def parse_triton_kernel(name: str, source: str) -> TritonKernel:

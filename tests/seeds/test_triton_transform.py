@@ -218,6 +218,8 @@ def test_a_template_with_tf32_off_states_ieee_dots_and_passes_the_precision_guar
     on = parse_triton_kernel("triton_tem_fused_mm_0", GEMM_TF32_OFF.replace("= False", "= True"))
     assert "allow_tf32=ALLOW_TF32" in on.source and "ALLOW_TF32: tl.constexpr = True" in on.source
     assert "precision_drop" in flags(on.source)
+    twice = GEMM_TF32_OFF.replace("    pid = tl.program_id(0)\n", "    pid = tl.program_id(0)\n    ALLOW_TF32 = pid > 0\n")
+    assert "allow_tf32=ALLOW_TF32" in parse_triton_kernel("triton_tem_fused_mm_0", twice).source  # set twice: kept
 
 
 @pytest.mark.parametrize("name, only", [("level1/51_Conv2d.py", True), ("level1/01_Square_matmul.py", True),
