@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
 log = logging.getLogger(__name__)
-TWIN = "twin"  # the refusal scope of a candidate already judged, or being judged, for another island
+TWIN = "twin"  # the refusal scope of a candidate already judged for another island (its result comes along)
+TWIN_PENDING = "twin_pending"  # ... of one being judged for another island now (no result; nothing waits)
 
 
 class WorkerLost(Exception):

@@ -3,12 +3,12 @@
 evaluation of an island in a `Ledger` until the driver has claimed it, so an island
 killed mid-run loses no evaluated candidate. When the run stops waiting, `abandon` hands
 the driver what was still queued or being evaluated, as `Unfinished` records. A candidate
-that another island already had judged (the same code for the same task, being judged or
-among the last SETTLED_KEPT judged) is answered with that evaluation, not judged again."""
+that another island already had judged (the same code for the same task, among the last
+SETTLED_KEPT judged) is answered with that evaluation, not judged again; one being judged
+now is answered at once, without a result, so that no island waits on another's."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import OrderedDict
 from typing import Any
@@ -16,7 +16,7 @@ from typing import Any
 import ray
 from ray.exceptions import RayActorError
 
-from actors.dispatch import TWIN, Balancer, EvaluationLost, Refused, WorkerLost
+from actors.dispatch import TWIN, TWIN_PENDING, Balancer, EvaluationLost, Refused, WorkerLost
 from actors.evaluation import as_logged
 from actors.ledger import Ledger, Settled
 from foundry.store.unfinished import Unfinished
@@ -59,7 +59,7 @@ class DispatcherActor:
                                  spent_per_key=dict(spent_per_key or {}),
                                  max_attempts=max_attempts, retry_delay_s=retry_delay_s,
                                  on_settle=self._file)
-        self._judging: dict[tuple[str, str], asyncio.Future] = {}  # (task, candidate id) -> its outcome
+        self._judging: set[tuple[str, str]] = set()  # (task, candidate id) being judged now
         self._settled: OrderedDict[tuple[str, str], tuple] = OrderedDict()  # the last judged, oldest first
         self._evaluators: dict[str, Any] = {}  # name -> handle
 
@@ -93,12 +93,14 @@ class DispatcherActor:
         ("all: ..."/"key: ...") comes with no result. `origin` names the submitting island
         incarnation; with one, the outcome is also filed in the ledger.
 
-        A candidate already judged or being judged for this task (another island proposed
-        the same code) is not judged twice: this call returns that evaluation's result,
-        waiting for it if need be, with the refusal "twin: ..." (the result is the other
-        island's record; the submitter keeps it in its archive but logs nothing). Only a
-        judge's verdict is reused: not a refusal, nor the failure an evaluator's loss or
-        bug gives."""
+        A candidate already judged for this task (another island proposed the same code) is
+        not judged twice: this call returns that evaluation's result with the refusal
+        "twin: ..." (the result is the other island's record; the submitter keeps it in its
+        archive but logs nothing). Only a judge's verdict is reused: not a refusal, nor the
+        failure an evaluator's loss or bug gives. One being judged right now is not waited
+        for: the call returns at once, without a result, with the refusal "twin_pending:
+        ..." (a tuned screen can run for minutes, and a waiting submitter's island would
+        hold one of its slots idle all that time)."""
         if origin:
             self.ledger.seen(origin=origin, island_index=candidate.island_id)
         twin_key = (task.task_id, candidate.candidate_id)
@@ -106,21 +108,13 @@ class DispatcherActor:
         if settled is not None:
             evaluated, result, name, _ = settled
             return evaluated, result, name, TWIN + ": judged once, for another island"
-        first = self._judging.get(twin_key)
-        if first is not None:
-            evaluated, result, name, refusal = await asyncio.shield(first)
-            if refusal or result is None:
-                return candidate, result, name, refusal
-            return evaluated, result, name, TWIN + ": judged once, for another island"
-        judged = self._judging[twin_key] = asyncio.get_running_loop().create_future()
+        if twin_key in self._judging:
+            return candidate, None, "", TWIN_PENDING + ": being judged for another island"
+        self._judging.add(twin_key)
         try:
-            outcome = await self._submit(task, candidate, origin)
-            judged.set_result(outcome)
-            return outcome
+            return await self._submit(task, candidate, origin)
         finally:
-            if not judged.done():
-                judged.cancel()
-            self._judging.pop(twin_key, None)
+            self._judging.discard(twin_key)
 
     async def _submit(self, task: Task, candidate: Candidate, origin: str) -> tuple:
         try:

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Mapping
 
-from actors.dispatch import TWIN
+from actors.dispatch import TWIN, TWIN_PENDING
 from actors.evaluation import as_logged
 from actors.island_host import IslandHost
 from foundry.store.rundir import task_file_name, write_atomic
@@ -266,6 +266,8 @@ class IslandWorker:
         finally:
             self.in_flight_ids.discard(cid)
         scope, _, reason = refusal.partition(": ")
+        if scope == TWIN_PENDING:  # being judged for another island: its elite comes by migration
+            return None
         if scope == TWIN:  # judged for another island (before or at the same time): kept here, logged there
             self.settled.append(cid)
             child = as_logged(submitted=child, evaluated=evaluated)

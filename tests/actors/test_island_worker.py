@@ -206,13 +206,33 @@ async def test_a_twin_is_kept_in_the_archive_but_not_logged(relu_task):
     w = make_worker(relu_task, in_flight=1)
     ev = FixedCostEvaluator()
 
-    async def submit(t, cand):  # judged for another island at the same time
+    async def submit(t, cand):  # judged for another island before
         return cand, ev.evaluate(task=t, candidate=cand), "ev-0", TWIN + ": judged once, for another island"
     w.submit = submit
     await w.step(relu_task.task_id)
     drained = w.drain()
     assert drained["records"] == [] and len(drained["settled"]) == 1
     assert w.hosts[relu_task.task_id].has_seen(drained["settled"][0])
+    assert not w.stop_reason and not w.retired
+
+
+async def test_a_twin_being_judged_elsewhere_frees_the_slot_and_adds_nothing(relu_task):
+    """The dispatcher answers a twin under way at once, without a result: the step ends,
+    nothing is held, logged or settled here, the task stays open, and the code is not
+    submitted again from this island."""
+    from actors.dispatch import TWIN_PENDING
+    w = make_worker(relu_task, in_flight=1)
+    submitted = []
+
+    async def submit(t, cand):
+        submitted.append(cand.candidate_id)
+        return cand, None, "", TWIN_PENDING + ": being judged for another island"
+    w.submit = submit
+    await w.step(relu_task.task_id)
+    drained = w.drain()
+    assert len(submitted) == 1 and drained["records"] == [] and drained["settled"] == []
+    assert not w.hosts[relu_task.task_id].has_seen(submitted[0])
+    assert submitted[0] in w.proposed[relu_task.task_id]
     assert not w.stop_reason and not w.retired
 
 
