@@ -33,6 +33,7 @@ from foundry.store.rundir import task_file_name, write_atomic
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, Task
 
 log = logging.getLogger(__name__)
+TWIN_PENDING_PAUSE_S = 0.2  # after a twin still being judged elsewhere: no tight loop of proposals
 # submit(task, candidate) -> (candidate as evaluated, result | None, evaluator, refusal)
 Submit = Callable[[Task, Candidate], Awaitable[tuple]]
 # profile(task, candidate, result, evaluator) -> metrics to add to an elite's result, or None
@@ -266,7 +267,10 @@ class IslandWorker:
         finally:
             self.in_flight_ids.discard(cid)
         scope, _, reason = refusal.partition(": ")
-        if scope == TWIN_PENDING:  # being judged for another island: its elite comes by migration
+        if scope == TWIN_PENDING:  # being judged for another island: nothing judged here, the slot goes on
+            # proposed again later, it is answered with that evaluation; meanwhile other tasks come first
+            self.proposed.get(task_id, set()).discard(cid)
+            await asyncio.sleep(TWIN_PENDING_PAUSE_S)
             return None
         if scope == TWIN:  # judged for another island (before or at the same time): kept here, logged there
             self.settled.append(cid)

@@ -218,8 +218,8 @@ async def test_a_twin_is_kept_in_the_archive_but_not_logged(relu_task):
 
 async def test_a_twin_being_judged_elsewhere_frees_the_slot_and_adds_nothing(relu_task):
     """The dispatcher answers a twin under way at once, without a result: the step ends,
-    nothing is held, logged or settled here, the task stays open, and the code is not
-    submitted again from this island."""
+    nothing is held, logged or settled here, the task stays open, and the same code may be
+    submitted again later (it is then answered with the settled evaluation)."""
     from actors.dispatch import TWIN_PENDING
     w = make_worker(relu_task, in_flight=1)
     submitted = []
@@ -232,7 +232,7 @@ async def test_a_twin_being_judged_elsewhere_frees_the_slot_and_adds_nothing(rel
     drained = w.drain()
     assert len(submitted) == 1 and drained["records"] == [] and drained["settled"] == []
     assert not w.hosts[relu_task.task_id].has_seen(submitted[0])
-    assert submitted[0] in w.proposed[relu_task.task_id]
+    assert submitted[0] not in w.proposed[relu_task.task_id] and w.duplicates.get(relu_task.task_id, 0) == 0
     assert not w.stop_reason and not w.retired
 
 
