@@ -272,7 +272,7 @@ class IslandWorker:
             self.proposed.get(task_id, set()).discard(cid)
             await asyncio.sleep(TWIN_PENDING_PAUSE_S)
             return None
-        if scope == TWIN:  # judged for another island (before or at the same time): kept here, logged there
+        if scope == TWIN:  # judged for another island before: kept here, logged there
             self.settled.append(cid)
             child = as_logged(submitted=child, evaluated=evaluated)
             if host.has_seen(child.candidate_id):
