@@ -48,7 +48,7 @@ def library_only(task: Task) -> bool:
     import torch
 
     from foundry.evaluate.harness import OpRecorder
-    from foundry.evaluate.verdict import LIBRARY_OPS
+    from foundry.evaluate.verdict import library_work_only
     from foundry.templates.engine import reference_and_inputs
     try:
         model, _, inputs = reference_and_inputs(task, device="meta")
@@ -56,8 +56,7 @@ def library_only(task: Task) -> bool:
             model(*inputs)
     except Exception:  # noqa: BLE001 - a reference the meta device cannot run: keep the default-mode seed
         return False
-    ops = set(recorder.compute)
-    return bool(ops) and ops <= LIBRARY_OPS
+    return library_work_only(set(recorder.compute))
 
 
 def _calls_library(codes: list[OutputCode]) -> bool:
