@@ -24,7 +24,9 @@ fits a call of a few minutes). Then, in this process, on the same machine:
   failed gets them here);
 - with `--max-autotune`, torch.compile with `mode="max-autotune"` timed by the judge too
   (its own cache key), with eager beside it: a task whose eager time there differs from
-  the run's by over 10% is listed (`eager_disagreements`, the run's over this one).
+  the run's by over 10% is listed (`eager_disagreements`, the run's over this one, with
+  the slowest kernels each of the two eager timings launched), and the speedups over
+  eager are taken against the faster of the two.
 
 Reported (stdout, `--out` JSON): per task the best correct kernel's speedups, what won it,
 its roofline position; coverage (tasks with a correct kernel among those torch.compile
@@ -105,18 +107,24 @@ def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_a
         configs.append(("max_autotune_ms", EvalConfig(device=device, compile_mode="max-autotune")))
     for field, config in configs:
         with Evaluator(config=config) as judge:
+            side = "eager_kernels" if field == "compile_ms" else "eager_kernels_beside_max_autotune"
             for task_id, row in rows.items():
-                if row.get(field) and row.get("eager_ms"):
-                    continue
+                known = bool(row.get(field) and row.get("eager_ms"))  # the run's: only its record is read
                 t0 = time.monotonic()
                 try:
                     task = load_task(tasks_dir / f"{task_id}.py", profile=profile)
-                    eager, compiled = judge.baselines(task=task)
+                    record = judge.baseline(task=task, measure=not known)
+                    if known:
+                        if record is not None:
+                            row[side] = slowest_kernels(record.eager_kernels)
+                        continue
                 except Exception as e:  # noqa: BLE001 - one task's failure is reported, the rest go on
                     row[f"{field}_error"] = f"{type(e).__name__}: {e}"[:300]
                     continue
+                eager, compiled = record.eager_ms, record.compile_ms
                 row["eager_ms"] = row.get("eager_ms") or eager
                 row[field] = compiled
+                row[side] = slowest_kernels(record.eager_kernels)
                 if field == "max_autotune_ms":
                     # eager timed again beside max-autotune, outside the run: a check on the run's
                     row["eager_beside_max_autotune_ms"] = eager
@@ -124,7 +132,21 @@ def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_a
                       f"({time.monotonic() - t0:.1f} s)", flush=True)
 
 
+def slowest_kernels(summary: dict | None, count: int = 3) -> list:
+    """[name, device microseconds, launches] of the slowest kernels of a baseline's profile
+    (what a library call chose shows in its kernels' names)."""
+    return list((summary or {}).get("kernel_times_us") or [])[:count]
+
+
 EAGER_DISAGREES = 0.1  # a task's two eager times further apart than this are reported
+
+
+def eager_for_ratios(row: dict) -> float | None:
+    """The eager time the speedups over eager are taken against: the run's, or where eager
+    was timed again beside max-autotune, the faster of the two (a slow baseline would
+    flatter every kernel measured against it)."""
+    times = [t for t in (row.get("eager_ms"), row.get("eager_beside_max_autotune_ms")) if t]
+    return min(times) if times else None
 
 
 def figures(rows: dict[str, dict]) -> dict:
@@ -136,11 +158,12 @@ def figures(rows: dict[str, dict]) -> dict:
     for field, name in (("eager_ms", "vs_eager"), ("compile_ms", "vs_compile"), ("max_autotune_ms", "vs_max_autotune")):
         ratios = []
         for r in rows.values():
-            base, best = r.get(field), r.get("best_ms")
+            eager, best = eager_for_ratios(r), r.get("best_ms")
+            base = eager if field == "eager_ms" else r.get(field)
             if not base:
                 continue
             # a task without a correct kernel runs at eager's time
-            ratios.append(base / best if best else (base / r["eager_ms"] if r.get("eager_ms") else None))
+            ratios.append(base / best if best else (base / eager if eager else None))
         out[name] = geomean([x for x in ratios if x])
         out[name + "_tasks"] = len([x for x in ratios if x])
     # tasks whose eager time beside max-autotune differs by over EAGER_DISAGREES from the run's
@@ -148,6 +171,10 @@ def figures(rows: dict[str, dict]) -> dict:
                                   for t, r in rows.items()
                                   if r.get("eager_ms") and r.get("eager_beside_max_autotune_ms")
                                   and abs(r["eager_ms"] / r["eager_beside_max_autotune_ms"] - 1) > EAGER_DISAGREES}
+    # what each of those two eager timings launched, the slowest kernels first
+    out["eager_disagreement_kernels"] = {t: {"run": rows[t].get("eager_kernels"),
+                                             "beside_max_autotune": rows[t].get("eager_kernels_beside_max_autotune")}
+                                         for t in out["eager_disagreements"]}
     memory = {t: r["roofline"]["fraction"] for t, r in rows.items()
               if r.get("roofline") and r["roofline"].get("bound") == "memory" and r["roofline"].get("fraction")}
     out["memory_bound_tasks"] = len(memory)
@@ -235,7 +262,8 @@ def main() -> int:
               "wall_s": round(wall, 1), "figures": figures(rows), "per_task": rows}
     print(json.dumps(result["figures"], indent=1, default=str), flush=True)
     for task_id, r in rows.items():
-        best = f"{r['eager_ms'] / r['best_ms']:.2f}x eager" if r.get("best_ms") and r.get("eager_ms") else "no kernel"
+        eager = eager_for_ratios(r)
+        best = f"{eager / r['best_ms']:.2f}x eager" if r.get("best_ms") and eager else "no kernel"
         vs_c = f", {r['compile_ms'] / r['best_ms']:.2f}x torch.compile" if r.get("best_ms") and r.get("compile_ms") \
             else ""
         print(f"  {task_id}: {r['correct']}/{r['evaluations']} correct; {best}{vs_c}; won by {r['won_by']}",

@@ -190,6 +190,16 @@ class Evaluator:
         b = self._baseline(task)
         return b.eager_ms, b.compile_ms
 
+    def baseline(self, *, task: Task, measure: bool = True) -> Baseline | None:
+        """The task's whole baseline record (times, compile time, error, and on a GPU the
+        kernels one forward of each launched), cached on disk; with `measure` False, the
+        cached record alone (None where there is none)."""
+        if not measure:
+            cfg = self.config
+            return self._cached_baseline(baseline_key(task, device=cfg.device, hardware=self.hardware,
+                                                      threads=cfg.threads, compile_mode=cfg.compile_mode))
+        return self._baseline(task)
+
     def close(self) -> None:
         self._worker.close()
 

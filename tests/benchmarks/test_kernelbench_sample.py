@@ -115,3 +115,27 @@ def test_eager_times_that_disagree_with_the_runs_are_listed(bench):
             "slow_in_run": {"correct": 1, "best_ms": 1.0, "eager_ms": 6.2, "eager_beside_max_autotune_ms": 2.6},
             "unchecked": {"correct": 1, "best_ms": 1.0, "eager_ms": 2.0}}
     assert bench.figures(rows)["eager_disagreements"] == {"slow_in_run": round(6.2 / 2.6, 3)}
+
+
+def test_speedups_over_eager_take_the_faster_of_the_two_eager_times(bench):
+    """An eager baseline timed slow in the run would flatter the kernels measured against
+    it: where eager was timed again beside max-autotune, the faster time is the one used,
+    and what each timing launched is listed beside the disagreement."""
+    rows = {"slow_in_run": {"correct": 1, "best_ms": 1.0, "eager_ms": 6.0, "eager_beside_max_autotune_ms": 3.0,
+                            "eager_kernels": [["implicit_gemm_slow", 5000.0, 1]],
+                            "eager_kernels_beside_max_autotune": [["implicit_gemm_fast", 2500.0, 1]]},
+            "slow_beside": {"correct": 0, "best_ms": None, "eager_ms": 2.0, "eager_beside_max_autotune_ms": 4.0,
+                            "compile_ms": 1.0}}
+    f = bench.figures(rows)
+    # 3.0 / 1.0 for the first; the second has no kernel, so it runs at eager's (faster) time
+    assert f["vs_eager"] == pytest.approx(math.sqrt(3.0 * 1.0))
+    assert f["vs_compile"] == pytest.approx(0.5) and f["vs_compile_tasks"] == 1
+    assert set(f["eager_disagreements"]) == {"slow_in_run", "slow_beside"}
+    assert f["eager_disagreement_kernels"]["slow_in_run"] == {
+        "run": [["implicit_gemm_slow", 5000.0, 1]], "beside_max_autotune": [["implicit_gemm_fast", 2500.0, 1]]}
+
+
+def test_slowest_kernels_of_a_baselines_profile(bench):
+    summary = {"kernels": 4, "kernel_times_us": [["a", 9.0, 1], ["b", 5.0, 2], ["c", 1.0, 1], ["d", 0.5, 1]]}
+    assert bench.slowest_kernels(summary) == [["a", 9.0, 1], ["b", 5.0, 2], ["c", 1.0, 1]]
+    assert bench.slowest_kernels(None) == [] and bench.slowest_kernels({}) == []

@@ -106,8 +106,21 @@ def test_baselines_are_cached_on_disk(ev, relu, monkeypatch):
     monkeypatch.setattr(module, "run_job", no_run)
     try:
         assert other.baselines(task=relu) == (eager, None)
+        assert other.baseline(task=relu, measure=False).eager_ms == eager
     finally:
         other.close()
+
+
+def test_a_baseline_record_without_measuring_is_only_what_the_cache_holds(tmp_path, relu, monkeypatch):
+    import foundry.evaluate.evaluator as module
+
+    def no_run(*a, **k):
+        raise AssertionError("a baseline was timed")
+
+    monkeypatch.setattr(module, "run_job", no_run)
+    with Evaluator(config=EvalConfig.from_config({"compile_baseline": False,
+                                                  "baseline_cache_dir": str(tmp_path)})) as judge:
+        assert judge.baseline(task=relu, measure=False) is None
 
 
 def test_degenerate_task_is_flagged_not_scored(ev, tmp_path):
