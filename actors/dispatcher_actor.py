@@ -4,14 +4,14 @@ evaluation of an island in a `Ledger` until the driver has claimed it, so an isl
 killed mid-run loses no evaluated candidate. When the run stops waiting, `abandon` hands
 the driver what was still queued or being evaluated, as `Unfinished` records. A candidate
 that another island already had judged (the same code for the same task, among the last
-SETTLED_KEPT judged) is answered with that evaluation, not judged again; one being judged
-now is answered at once, without a result, so that no island waits on another's."""
+judged, earlier sessions' verdicts included when the run resumes: `actors.twins`) is
+answered with that evaluation, not judged again; one being judged now is answered at
+once, without a result, so that no island waits on another's."""
 
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
-from typing import Any
+from typing import Any, Iterable
 
 import ray
 from ray.exceptions import RayActorError
@@ -19,10 +19,9 @@ from ray.exceptions import RayActorError
 from actors.dispatch import TWIN, TWIN_PENDING, Balancer, EvaluationLost, Refused, WorkerLost
 from actors.evaluation import as_logged
 from actors.ledger import Ledger, Settled
+from actors.twins import Twins
 from foundry.store.unfinished import Unfinished
 from foundry.types import Candidate, EvalResult, Stage, Task
-
-SETTLED_KEPT = 1024  # judged outcomes kept to answer the same code from another island
 
 
 def _caller(handle):
@@ -53,14 +52,16 @@ def _outcome(candidate: Candidate, value: Any, error: BaseException | None) -> t
 @ray.remote(num_cpus=0)
 class DispatcherActor:
     def __init__(self, *, budget: int | None, budget_per_key: int | None,
-                 spent_per_key: dict | None = None, max_attempts: int = 3, retry_delay_s: float = 0.5):
+                 spent_per_key: dict | None = None, max_attempts: int = 3, retry_delay_s: float = 0.5,
+                 judged: Iterable[tuple[Candidate, EvalResult, str]] = ()):
+        """`judged`: earlier sessions' verdicts (candidate, result, evaluator), oldest first."""
         self.ledger = Ledger()
         self.balancer = Balancer(budget=budget, budget_per_key=budget_per_key,
                                  spent_per_key=dict(spent_per_key or {}),
                                  max_attempts=max_attempts, retry_delay_s=retry_delay_s,
                                  on_settle=self._file)
-        self._judging: set[tuple[str, str]] = set()  # (task, candidate id) being judged now
-        self._settled: OrderedDict[tuple[str, str], tuple] = OrderedDict()  # the last judged, oldest first
+        self.twins = Twins()
+        self.twins.prime(judged)
         self._evaluators: dict[str, Any] = {}  # name -> handle
 
     def _file(self, payload: Any, value: Any, error: BaseException | None) -> None:
@@ -103,31 +104,29 @@ class DispatcherActor:
         hold one of its slots idle all that time)."""
         if origin:
             self.ledger.seen(origin=origin, island_index=candidate.island_id)
-        twin_key = (task.task_id, candidate.candidate_id)
-        settled = self._settled.get(twin_key)
+        key = (task.task_id, candidate.candidate_id)
+        settled = self.twins.settled(*key)
         if settled is not None:
-            evaluated, result, name, _ = settled
-            return evaluated, result, name, TWIN + ": judged once, for another island"
-        if twin_key in self._judging:
+            return (*settled, TWIN + ": judged once, for another island or an earlier session")
+        if self.twins.judging(*key):
             return candidate, None, "", TWIN_PENDING + ": being judged for another island"
-        self._judging.add(twin_key)
+        self.twins.start(*key)
+        verdict = None
         try:
-            return await self._submit(task, candidate, origin)
+            outcome, verdict = await self._submit(task, candidate, origin)
+            return outcome
         finally:
-            self._judging.discard(twin_key)
+            self.twins.finish(*key, verdict)
 
     async def _submit(self, task: Task, candidate: Candidate, origin: str) -> tuple:
+        """(the submitter's answer, the judge's verdict or None where there was none)."""
         try:
             value = await self.balancer.submit((task, candidate, origin), key=task.task_id)
         except Refused as r:
-            return candidate, None, "", f"{r.scope}: {r.reason}"
+            return (candidate, None, "", f"{r.scope}: {r.reason}"), None
         except Exception as e:  # noqa: BLE001 - an evaluator bug must not stop the island
-            return (*_outcome(candidate, None, e), "")
-        outcome = (*value, "")
-        self._settled[(task.task_id, candidate.candidate_id)] = outcome
-        while len(self._settled) > SETTLED_KEPT:
-            self._settled.popitem(last=False)
-        return outcome
+            return (*_outcome(candidate, None, e), ""), None
+        return (*value, ""), tuple(value)
 
     def mark_dead(self, island_index: int) -> int:
         return self.ledger.mark_dead(island_index=island_index)

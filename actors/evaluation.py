@@ -13,6 +13,7 @@ import re
 import time
 from typing import Any, Mapping
 
+from actors.twins import TUNING_DEFERRED
 from foundry.types import Candidate, EvalResult, Task
 
 _TUNABLE = re.compile(r"^TUNABLE\s*[:=]", re.M)
@@ -103,7 +104,10 @@ class EvaluationService:
         if self.tuner is None or not candidate.source or not _TUNABLE.search(candidate.source):
             return candidate, self._measure(task)(candidate)
         if not self.tuner.config.tune_uncovered and task.task_id not in self.covered:
-            return candidate, self._measure(task)(candidate)  # coverage first: tuning waits for a correct kernel
+            # coverage first: tuning waits for a correct kernel, and the verdict says so (so
+            # that the same code proposed later, with the task covered, is tuned: actors.twins)
+            result = self._measure(task)(candidate)
+            return candidate, dataclasses.replace(result, metrics={**(result.metrics or {}), TUNING_DEFERRED: True})
         seen: dict[str, Candidate] = {candidate.candidate_id: candidate}
         started, before = time.monotonic(), self.measurements
         tuned = self.tuner.tune(task=task, candidate=candidate, measure=self._measure(task, seen),

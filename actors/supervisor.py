@@ -25,6 +25,7 @@ from actors.evaluator_actor import EvaluatorActor, evaluator_options
 from actors.island_actor import IslandActor
 from actors.prompt_actor import PromptEvolverActor
 from actors.seeding import SeedRequests, seeds_at_once
+from actors.twins import KEPT as TWINS_KEPT
 from actors.proposer_actor import ProposerActor
 from foundry.store.rundir import write_atomic
 from foundry.store.unfinished import Unfinished, still_unfinished, write_unfinished
@@ -54,9 +55,9 @@ class Supervisor:
         self._describers: dict[tuple[int, str], Any] = {}
         self.retired: dict[str, str] = {}
         self.llm_cost_usd = sum(float(c.get("cost_usd") or 0.0) for c in run_dir.read_llm_calls())
-        for rec in prior:
-            if rec.candidate.task_id in self.tasks:
-                self._note(rec.candidate, rec.result, session=False)
+        self.prior = [rec for rec in prior if rec.candidate.task_id in self.tasks]
+        for rec in self.prior:
+            self._note(rec.candidate, rec.result, session=False)
         self.islands: dict[int, Any] = {}
         self.runs: dict[int, Any] = {}
         self.finished: dict[int, str] = {}
@@ -105,8 +106,9 @@ class Supervisor:
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)
         spent = {t: p.evaluations for t, p in self.progress.tasks.items()}
         self.dispatcher = DispatcherActor.options(scheduling_strategy=here).remote(
-            budget=budget, budget_per_key=s.budget.evaluations_per_task,
-                                                 spent_per_key=spent)
+            budget=budget, budget_per_key=s.budget.evaluations_per_task, spent_per_key=spent,
+            # earlier sessions' verdicts: the same code proposed again is not judged again
+            judged=[(rec.candidate, rec.result, rec.evaluator) for rec in self.prior[-TWINS_KEPT:]])
         ray.get(self.dispatcher.add_evaluators.remote(self.evaluators, lanes))
         self.prompt_actor = PromptEvolverActor.options(max_restarts=s.ray.max_restarts,
                                                        scheduling_strategy=here).remote(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from actors.evaluation import EvaluationService, tuner_config
 from actors.standins import FixedCostEvaluator, copy_candidate_source
+from actors.twins import TUNING_DEFERRED
 from foundry.types import Candidate
 
 
@@ -106,6 +107,8 @@ def test_with_tuning_waiting_for_coverage_a_tasks_first_candidate_is_judged_once
     out, result = first.run(relu_task, cand)
     assert first.measurements == 1 and out == cand and "tuning" not in (result.metrics or {})
     assert result.correct and covered == {relu_task.task_id}
+    assert result.metrics[TUNING_DEFERRED] is True  # judged untuned: the same code may be tuned later
     other = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 6), backend="c")
     _, tuned = second.run(relu_task, other)
     assert second.measurements >= 3 and len(tuned.metrics["tuning"]) == 3  # the other lane tunes now
+    assert TUNING_DEFERRED not in tuned.metrics

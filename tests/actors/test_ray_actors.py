@@ -104,6 +104,27 @@ def test_killed_island_actor_restarts_from_its_checkpoint(ray_session, relu_task
     ray.kill(disp)
 
 
+def test_a_resumed_runs_dispatcher_does_not_judge_again_what_an_earlier_session_judged(ray_session, relu_task):
+    ray = ray_session
+    from actors.dispatch import TWIN
+    from actors.dispatcher_actor import DispatcherActor
+    from foundry.types import Candidate, EvalResult
+    evs = _evaluators(ray, 1, cost_s=0.1)
+    earlier = Candidate.make(task_id=relu_task.task_id, source="# judged before the resume", backend="c", island_id=0)
+    result = EvalResult(candidate_id=earlier.candidate_id, task_id=relu_task.task_id, stage=5, correct=True,
+                        runtime_ms=2.0)
+    disp = DispatcherActor.remote(budget=None, budget_per_key=None, judged=[(earlier, result, "evaluator-0")])
+    ray.get(disp.add_evaluators.remote(evs, 1))
+    again = Candidate.make(task_id=relu_task.task_id, source="# judged before the resume", backend="c", island_id=3)
+    answer = ray.get(disp.submit.remote(relu_task, again))
+    assert answer[3].startswith(TWIN + ":") and answer[1] == result and answer[2] == "evaluator-0"
+    assert sum(ray.get(e.info.remote())["evaluated"] for e in evs.values()) == 0
+    assert ray.get(disp.stats.remote())["submitted"] == 0  # no evaluation budget spent on it
+    for e in evs.values():
+        ray.kill(e)
+    ray.kill(disp)
+
+
 def test_an_evaluator_with_lanes_judges_that_many_candidates_at_once(ray_session, relu_task):
     ray = ray_session
     from actors.evaluator_actor import EvaluatorActor, evaluator_options
