@@ -17,7 +17,7 @@ import os
 import queue
 import socket
 import time
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import ray
 
@@ -33,7 +33,9 @@ from foundry.types import Candidate, EvalResult, Task
 class EvaluatorActor:
     def __init__(self, *, name: str, eval_config: Mapping[str, Any], impl: str | None = None,
                  tuning: Mapping[str, Any] | None = None, lanes: int = 1, backend: str | None = None,
-                 seed_timeout_s: float = 300.0, ncu_share: float = 0.05):
+                 seed_timeout_s: float = 300.0, ncu_share: float = 0.05, covered: Iterable[str] = ()):
+        """`covered`: tasks an earlier session of the run has a correct kernel for (with
+        `tune_uncovered` false, their candidates are tuned from the start)."""
         self.name = name
         device = str(eval_config.get("device", "cpu"))
         self.device, self.impl = device, impl
@@ -44,7 +46,7 @@ class EvaluatorActor:
         # before any lane runs: measuring the device's ceilings must not overlap a timed section
         self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
         explored = ExploredPoints()  # the lanes' tuners share what each parameter space gave
-        covered: set = set()  # and which tasks have a correct kernel
+        covered: set = set(covered)  # and which tasks have a correct kernel
         self.services = [EvaluationService(evaluator=make_evaluator(eval_config, impl=impl, gate=self.gate,
                                                                     backend=backend),
                                            tuning=tuning, device=device, ceilings=self.ceilings,

@@ -97,10 +97,11 @@ class Supervisor:
         tuning = tuner_config(raw.get("templates") or {}) if s.run.tune else None
         if not s.run.evaluator_impl:  # the runtime places evaluators, so it sets their device
             eval_config["device"] = "cuda" if self.gpus else "cpu"
+        covered = sorted({rec.candidate.task_id for rec in self.prior if rec.result.correct})
         self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
             name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning,
             lanes=lanes, backend=self.backend, seed_timeout_s=s.run.seed_timeout_s,
-            ncu_share=s.run.ncu_share)
+            ncu_share=s.run.ncu_share, covered=covered)
             for k in range(n_eval)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)

@@ -125,6 +125,29 @@ def test_a_resumed_runs_dispatcher_does_not_judge_again_what_an_earlier_session_
     ray.kill(disp)
 
 
+def test_an_evaluator_told_a_task_is_covered_tunes_its_candidates_from_the_start(ray_session, relu_task):
+    """A resumed run tells its evaluators which tasks earlier sessions covered, so that with
+    tune_uncovered false their TUNABLE candidates are not judged untuned again."""
+    ray = ray_session
+    from actors.evaluation import tuner_config
+    from actors.evaluator_actor import EvaluatorActor, evaluator_options
+    from actors.standins import copy_candidate_source
+    from actors.twins import TUNING_DEFERRED
+    from foundry.types import Candidate
+    opts = evaluator_options(gpu=False, cpus=0, max_restarts=0, slots=1)
+    tuning = tuner_config({"tune_budget": 8, "tune_exhaustive_max": 8, "tune_uncovered": False})
+    cand = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 7), backend="c")
+    results = {}
+    for covered in ((), (relu_task.task_id,)):
+        ev = EvaluatorActor.options(**opts).remote(name="covered", eval_config={"cost_s": 0.0}, tuning=tuning,
+                                                   impl="actors.standins:fixed_cost_evaluator", covered=covered)
+        results[covered] = ray.get(ev.evaluate.remote(relu_task, cand))[1]
+        ray.kill(ev)
+    assert results[()].metrics.get(TUNING_DEFERRED) and "tuning" not in results[()].metrics
+    told = results[(relu_task.task_id,)].metrics
+    assert not told.get(TUNING_DEFERRED) and len(told["tuning"]) == 3
+
+
 def test_an_evaluator_with_lanes_judges_that_many_candidates_at_once(ray_session, relu_task):
     ray = ray_session
     from actors.evaluator_actor import EvaluatorActor, evaluator_options
