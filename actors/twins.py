@@ -5,8 +5,10 @@ A settled outcome (the candidate as evaluated, its result, the evaluator's name)
 for the last `kept` (task, candidate id) pairs; a resumed run primes it with the verdicts
 its earlier sessions logged. One exception: a TUNABLE candidate judged untuned because its
 task had no correct kernel yet (`TUNING_DEFERRED` in its metrics) is judged again once the
-task has one, so that its tuning is not lost to the first, untuned verdict. Pure Python
-(no Ray): the dispatcher actor holds one.
+task has one, so that its tuning is not lost to the first, untuned verdict; a verdict
+reached after the task was covered stands, whatever it says (an evaluator that had not
+heard of the coverage may have judged it untuned again). Pure Python (no Ray): the
+dispatcher actor holds one.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ class Twins:
         self._settled: OrderedDict[tuple[str, str], tuple[Candidate, EvalResult, str]] = OrderedDict()
         self._judging: set[tuple[str, str]] = set()
         self._covered: set[str] = set()  # tasks with a correct verdict
+        self._standing: set[tuple[str, str]] = set()  # verdicts reached with their task covered
 
     def prime(self, records: Iterable[tuple[Candidate, EvalResult, str]]) -> int:
         """Earlier sessions' verdicts, oldest first: (candidate as logged, result, the
@@ -45,7 +48,7 @@ class Twins:
         if outcome is None:
             return None
         metrics = outcome[1].metrics or {}
-        if metrics.get(TUNING_DEFERRED) and task_id in self._covered:
+        if metrics.get(TUNING_DEFERRED) and task_id in self._covered and (task_id, candidate_id) not in self._standing:
             return None  # tuned now, it may do better than its untuned verdict
         return outcome
 
@@ -60,6 +63,8 @@ class Twins:
         or a failure the dispatcher made)."""
         self._judging.discard((task_id, candidate_id))
         if outcome is not None:
+            if task_id in self._covered:
+                self._standing.add((task_id, candidate_id))
             self._keep(task_id, candidate_id, outcome)
 
     def _keep(self, task_id: str, candidate_id: str, outcome: tuple[Candidate, EvalResult, str]) -> None:
@@ -69,4 +74,4 @@ class Twins:
         if outcome[1].correct:
             self._covered.add(task_id)
         while len(self._settled) > self.kept:
-            self._settled.popitem(last=False)
+            self._standing.discard(self._settled.popitem(last=False)[0])

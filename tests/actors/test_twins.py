@@ -53,6 +53,20 @@ def test_an_untuned_verdict_is_judged_again_once_its_task_has_a_correct_kernel()
     assert twins.settled(wrong[0].task_id, wrong[0].candidate_id) == (*wrong, "evaluator-0")
 
 
+def test_a_second_untuned_verdict_reached_with_the_task_covered_stands():
+    """An evaluator that had not heard of the coverage judges the code untuned again: that
+    verdict is handed back from then on, not judged a third time."""
+    twins = Twins()
+    untuned = verdict("# tunable", deferred=True)
+    twins.prime([(*untuned, "evaluator-0")])
+    key = (untuned[0].task_id, untuned[0].candidate_id)
+    assert twins.settled(*key) is None
+    twins.start(*key)
+    again = verdict("# tunable", deferred=True)
+    twins.finish(*key, (*again, "evaluator-1"))
+    assert twins.settled(*key) == (*again, "evaluator-1")
+
+
 def test_only_the_last_kept_verdicts_are_remembered():
     twins = Twins(kept=2)
     records = [verdict(f"# {i}") for i in range(3)]
