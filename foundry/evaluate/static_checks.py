@@ -52,7 +52,7 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"link|truncate|rmdir|makedirs|mkdir|open)\b", r"\bunlink\s*\(", r"\bsite-packages\b"),
     "obfuscation": (
         r"\bexec\s*\(", r"\beval\s*\(", r"\b__import__\s*\(", r"(?<![\w.])compile\s*\(",
-        r"\bgetattr\s*\([^,()]+,\s*(?!['\"][\w.]*['\"]\s*[,)])", r"\bvars\s*\(", r"\bglobals\s*\(\s*\)",
+        r"\bgetattr\s*\([^,()]+,(?!\s*['\"][\w.]*['\"]\s*[,)])", r"\bvars\s*\(", r"\bglobals\s*\(\s*\)",
         r"\blocals\s*\(\s*\)", r"^\s*(import|from)\s+(base64|codecs|marshal|pickle|zlib|types)\b",
         r"\bchr\s*\(\s*\d", r"\bbytes\.fromhex\b", r"\.__dict__\b"),
     "judge_access": (r"\bfoundry\s*\.\s*evaluate\b", r"^\s*from\s+foundry\s+import\s+[^\n]*\bevaluate\b",

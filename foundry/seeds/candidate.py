@@ -78,7 +78,7 @@ def assemble(*, task_source: str, note: str, part: BackendPart, runs: list[RunMe
 
 
 # ---- the reference module (its constructor builds the same submodules and parameters)
-{reference_source(task_source)}
+{reference_source(task_source, used_by=part.kernels + chr(10).join(methods) + init)}
 
 # ---- Inductor's kernels
 {part.kernels}

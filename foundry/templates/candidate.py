@@ -9,6 +9,7 @@ fused region runs as one kernel of the chosen backend.
 from __future__ import annotations
 
 import ast
+import re
 import textwrap
 
 from foundry.templates.ir import Description
@@ -33,13 +34,30 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
-def reference_source(task_source: str) -> str:
-    """The task file without its input generators, with `Model` renamed."""
+def reference_source(task_source: str, *, used_by: str = "") -> str:
+    """The task file without its input generators, with `Model` renamed, and without the
+    module-level functions nothing left refers to (a helper of the reference's forward, gone
+    with it, would be dead torch code the judge's static checks flag); `used_by`: the rest
+    of the candidate, whose names keep a helper too."""
     tree = ast.parse(task_source)
     drop = {"get_inputs", "get_init_inputs"}
     tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name in drop)]
     tree = _Rename().visit(tree)
+    tree.body = _without_dead_functions(tree.body, used=set(re.findall(r"[A-Za-z_]\w*", used_by)))
     return ast.unparse(ast.fix_missing_locations(tree))
+
+
+def _without_dead_functions(body: list[ast.stmt], *, used: set[str]) -> list[ast.stmt]:
+    """`body` less its module-level functions that no other statement of it, nor `used`,
+    names (repeated, as a dead function may have been a live one's only user)."""
+    while True:
+        names = [{n.id for n in ast.walk(node) if isinstance(n, ast.Name)} for node in body]
+        dead = {i for i, node in enumerate(body)
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name not in used
+                and not any(node.name in names[j] for j in range(len(body)) if j != i)}
+        if not dead:
+            return body
+        body = [node for i, node in enumerate(body) if i not in dead]
 
 
 def launcher_class(region, kernel_call: list[str], *, packed_ints: bool = False) -> str:
@@ -103,7 +121,7 @@ def _prod(xs):
 
 
 # ---- the reference module (its constructor builds the same submodules and parameters)
-{reference_source(task_source)}
+{reference_source(task_source, used_by=fwd + init + kernel_defs + chr(10).join(launchers))}
 
 # ---- kernels ({backend})
 TUNABLE = {tunable!r}

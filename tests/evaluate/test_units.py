@@ -224,6 +224,15 @@ def test_no_kernel_and_allowances():
     assert check_source("def (:", backend=get_backend("c")).syntax_error
 
 
+def test_getattr_with_a_literal_name_is_no_obfuscation_however_it_is_spaced():
+    # torch.fx writes a numbered submodule as getattr(self.stages, "0"): a fixed name
+    for line in ('m = getattr(self.stages, "0").conv(x)\n', "m = getattr(self.stages,'0')\n",
+                 'w = getattr(self.stages,  "0.conv", None)\n'):
+        assert "obfuscation" not in _flags(HONEST_C + "\n" + line), line
+    for line in ("f = getattr(torch,  '_' + 'C')\n", "f = getattr(torch, NAME)\n"):
+        assert "obfuscation" in _flags(HONEST_C + "\n" + line), line
+
+
 def test_the_split_float32_product_is_no_precision_drop():
     # "tf32x3" keeps float32's tolerance (three TF32 products of split operands); the
     # correctness trials, not this check, judge how close it comes
