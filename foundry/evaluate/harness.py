@@ -30,23 +30,13 @@ from foundry import kernels  # noqa: E402
 from foundry.evaluate import compile_guard, cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
 from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
+from foundry.evaluate.movement_ops import MOVEMENT_OPS  # noqa: E402
 from foundry.evaluate.screen_run import run_screen  # noqa: E402
 from foundry.evaluate.trial_inputs import make_trial_inputs, trial_input_spec  # noqa: E402
 from foundry.tasks.inputs import (InputSpec, build_device, clone_inputs, make_init_inputs,  # noqa: E402,F401
                                   seed_everything)
 from foundry.tasks.loader import build_module  # noqa: E402
 from foundry.types import Task  # noqa: E402
-
-MOVEMENT_OPS = frozenset("""
-empty empty_like empty_strided empty_permuted new_empty new_empty_strided zeros zeros_like
-new_zeros ones ones_like new_ones full full_like new_full fill_ zero_ copy_ _to_copy clone
-contiguous view _unsafe_view reshape _reshape_alias as_strided as_strided_ expand permute
-transpose t squeeze unsqueeze flatten unflatten slice select narrow split split_with_sizes
-chunk unbind cat stack detach detach_ alias lift_fresh lift_fresh_copy lift
-_local_scalar_dense resize_ set_ arange scalar_tensor view_as expand_as movedim randn rand
-randint normal_ uniform_ random_ is_same_size sym_size sym_stride sym_numel sym_storage_offset
-constant_pad_nd _pin_memory is_pinned resolve_conj resolve_neg _has_compatible_shallow_copy_type
-""".split())
 
 
 class OpRecorder(TorchDispatchMode):

@@ -16,6 +16,7 @@ import tokenize
 from dataclasses import dataclass, field
 
 from foundry.evaluate.backends import BackendSpec
+from foundry.evaluate.movement_ops import MOVEMENT_OPS
 
 PATTERNS: dict[str, tuple[str, ...]] = {
     "timer_tampering": (
@@ -98,13 +99,13 @@ PRECISION = (r"\.half\s*\(", r"\.bfloat16\s*\(", r"\bfloat16\b", r"\bbfloat16\b"
              r"tf32(?!x3)", r"\b__half\b", r"\b__nv_bfloat16\b", r"\b_Float16\b", r"-ffast-math",
              r"-Ofast", r"\bfast_math\b", r"\bfloat8", r"\bfp8\b", r"\bamp\b", r"\bautocast\b")
 
-# torch functions a kernel file may call: allocation, views, copies, metadata
-TORCH_ALLOWED = frozenset("""
-empty empty_like empty_strided zeros zeros_like ones ones_like full full_like arange tensor
-as_tensor from_numpy is_tensor numel device dtype Size manual_seed no_grad inference_mode
-enable_grad set_grad_enabled finfo iinfo result_type promote_types broadcast_shapes
-is_floating_point is_complex get_num_threads get_default_dtype cat stack chunk split
-empty_permuted as_strided randn rand randint Generator set_num_threads
+# torch functions a kernel file may call: allocation, views, copies and metadata (the
+# judge's one list of them, by aten name, and torch's own API around tensors)
+TORCH_ALLOWED = MOVEMENT_OPS | frozenset("""
+tensor as_tensor from_numpy is_tensor numel device dtype Size manual_seed no_grad
+inference_mode enable_grad set_grad_enabled finfo iinfo result_type promote_types
+broadcast_shapes is_floating_point is_complex get_num_threads get_default_dtype Generator
+set_num_threads
 """.split())
 
 # methods that compute (on tensors); calling them in a kernel file is a PyTorch rewrite

@@ -27,9 +27,11 @@ class _Rename(ast.NodeTransformer):
     def visit_ClassDef(self, node):
         if node.name == "Model":
             node.name = REFERENCE_NAME
-            # its forward is replaced by ModelNew's; keeping it would only be dead torch code
-            node.body = [n for n in node.body if not (isinstance(n, ast.FunctionDef) and n.name == "forward")] \
-                or [ast.Pass()]
+        # Model's forward is replaced by ModelNew's, which calls no forward of the task's own
+        # modules either (a template's is traced through them; a seed's is Inductor's
+        # wrapper): each would only be dead torch code
+        node.body = [n for n in node.body if not (isinstance(n, ast.FunctionDef) and n.name == "forward")] \
+            or [ast.Pass()]
         self.generic_visit(node)
         return node
 

@@ -224,6 +224,14 @@ def test_no_kernel_and_allowances():
     assert check_source("def (:", backend=get_backend("c")).syntax_error
 
 
+def test_torch_views_and_copies_are_no_compute_to_the_static_check_either():
+    # one list (movement_ops) for the static check and the worker's op recorder
+    for call in ("torch.flatten(x, 1)", "torch.reshape(x, (-1,))", "torch.permute(x, (1, 0))",
+                 "torch.unsqueeze(x, 0)", "torch.clone(x)"):
+        assert "torch_compute" not in _flags(HONEST_C + f"\ndef f(x):\n    return {call}\n"), call
+    assert "torch_compute" in _flags(HONEST_C + "\ndef f(x):\n    return torch.cumsum(x, 0)\n")
+
+
 def test_getattr_with_a_literal_name_is_no_obfuscation_however_it_is_spaced():
     # torch.fx writes a numbered submodule as getattr(self.stages, "0"): a fixed name
     for line in ('m = getattr(self.stages, "0").conv(x)\n', "m = getattr(self.stages,'0')\n",

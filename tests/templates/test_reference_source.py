@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from foundry.evaluate.backends import get_backend
 from foundry.evaluate.static_checks import check_source
 from foundry.tasks.loader import load_task
@@ -61,11 +63,26 @@ def test_the_forwards_helpers_go_with_it_and_what_is_still_used_stays():
     assert "get_inputs" not in src and "class _ReferenceModel" in src
 
 
-def test_a_template_for_a_block_whose_batch_norm_is_a_helper_passes_the_static_checks():
-    """The suite's ResNet block computes its batch norm in a module-level helper; the
-    template computes it in a kernel, and the helper it no longer calls is not left in
-    the candidate for the torch-compute check to flag."""
-    task = load_task(ROOT / "benchmarks" / "suite" / "level3" / "04_Residual_conv_block.py", profile="small")
+@pytest.mark.parametrize("name", ["04_Residual_conv_block", "03_Small_conv_net"])
+def test_a_template_for_a_net_whose_batch_norm_is_torch_code_passes_the_static_checks(name):
+    """The suite's ResNet block computes its batch norm in a module-level helper, its small
+    conv net in a submodule's forward; the template computes it in a kernel, and neither
+    the helper nor the forward it no longer calls is left for the torch-compute check."""
+    task = load_task(ROOT / "benchmarks" / "suite" / "level3" / f"{name}.py", profile="small")
     src = emit(task, backend="c", variant="fused")
     assert "F.batch_norm" not in src
     assert set(check_source(src, backend=get_backend("c")).flags) == set()
+
+
+def test_the_task_modules_forwards_are_left_out():
+    src = reference_source(TASK + """
+
+class Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.ones(1))
+
+    def forward(self, x):
+        return torch.softmax(x * self.scale, -1)
+""")
+    assert "def forward" not in src and "softmax" not in src and "self.scale = nn.Parameter" in src
