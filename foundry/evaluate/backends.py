@@ -59,7 +59,8 @@ register(BackendSpec(
     name="c", device="cpu",
     kernel_patterns=(r"foundry\.kernels(\.c\b|\s+import\s+[^\n]*\bc\b)", r"\bbuild\s*\(", _C_FUNCTION),
     launch_key="c", preload=("foundry.kernels.c",),
-    extra_patterns={"threads": (r"\bpthread_create\b", r"\bstd::thread\b", r"\bclone\s*\("),
+    # clone( as a C call (the process-creating syscall), not a tensor's .clone() in Python
+    extra_patterns={"threads": (r"\bpthread_create\b", r"\bstd::thread\b", r"(?<![.\w])clone\s*\("),
                     "precision_drop": (r"-ffast-math", r"-Ofast", r"\b_Float16\b", r"__bf16\b")},
     description="C kernels for the CPU via the system compiler and ctypes"))
 

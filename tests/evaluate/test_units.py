@@ -232,6 +232,11 @@ def test_torch_views_and_copies_are_no_compute_to_the_static_check_either():
     assert "torch_compute" in _flags(HONEST_C + "\ndef f(x):\n    return torch.cumsum(x, 0)\n")
 
 
+def test_a_tensor_clone_is_no_thread_but_the_c_clone_call_is():
+    assert "threads" not in _flags(HONEST_C + "\ndef f(x):\n    return x.clone().detach()\n")
+    assert "threads" in _flags(HONEST_C + '\nSRC = r"""int f(void) { return clone(g, s, 0, 0); }"""\n')
+
+
 def test_getattr_with_a_literal_name_is_no_obfuscation_however_it_is_spaced():
     # torch.fx writes a numbered submodule as getattr(self.stages, "0"): a fixed name
     for line in ('m = getattr(self.stages, "0").conv(x)\n', "m = getattr(self.stages,'0')\n",
