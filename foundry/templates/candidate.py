@@ -37,10 +37,10 @@ class _Rename(ast.NodeTransformer):
 
 
 def reference_source(task_source: str, *, used_by: str = "") -> str:
-    """The task file without its input generators, with `Model` renamed, and without the
-    module-level functions nothing left refers to (a helper of the reference's forward, gone
-    with it, would be dead torch code the judge's static checks flag); `used_by`: the rest
-    of the candidate, whose names keep a helper too."""
+    """The task file without its input generators, with `Model` renamed, without the
+    forward of any class in it, and without the module-level functions nothing left refers
+    to (a helper of a forward, gone with it, would be dead torch code the judge's static
+    checks flag); `used_by`: the rest of the candidate, whose names keep a helper too."""
     tree = ast.parse(task_source)
     drop = {"get_inputs", "get_init_inputs"}
     tree.body = [n for n in tree.body if not (isinstance(n, ast.FunctionDef) and n.name in drop)]
