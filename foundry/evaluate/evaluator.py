@@ -195,9 +195,7 @@ class Evaluator:
         kernels one forward of each launched), cached on disk; with `measure` False, the
         cached record alone (None where there is none)."""
         if not measure:
-            cfg = self.config
-            return self._cached_baseline(baseline_key(task, device=cfg.device, hardware=self.hardware,
-                                                      threads=cfg.threads, compile_mode=cfg.compile_mode))
+            return self._cached_baseline(self._baseline_key(task))
         return self._baseline(task)
 
     def close(self) -> None:
@@ -621,8 +619,7 @@ class Evaluator:
     def _baseline(self, task: Task, phases: PhaseTimes | None = None) -> Baseline:
         cfg = self.config
         phases = phases or PhaseTimes()
-        key = baseline_key(task, device=cfg.device, hardware=self.hardware, threads=cfg.threads,
-                           compile_mode=cfg.compile_mode)
+        key = self._baseline_key(task)
         cached = self._cached_baseline(key)
         if cached is not None:
             return cached
@@ -645,6 +642,11 @@ class Evaluator:
             if b.eager_ms:
                 self._baselines.put(key, b)
         return b
+
+    def _baseline_key(self, task: Task) -> str:
+        cfg = self.config
+        return baseline_key(task, device=cfg.device, hardware=self.hardware, threads=cfg.threads,
+                            compile_mode=cfg.compile_mode)
 
     def _cached_baseline(self, key: str) -> Baseline | None:
         cached = self._baselines.get(key)
