@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from foundry.templates.candidate import assemble, kernel_args, launcher_class
+from foundry.templates.candidate import assemble, kernel_args, launcher_class, launcher_init
 from foundry.templates.emit_c import TUNABLE_C, c_source
 from foundry.templates.fxutil import NotCovered
 from foundry.templates.ir import Description
@@ -64,7 +64,7 @@ def emit_c_candidate(*, desc: Description, task_source: str, params: dict | None
     launchers = [launcher_class(r, [f"self.kernel.{r.name}({', '.join(kernel_args(r))})"], packed_ints=True)
                  for r in desc.regions]
     init = ["lib = c.build(_fill(_C_SRC, params), flags=('-fno-math-errno',))"]
-    init += [f"self.{r.name} = _{r.name.lstrip('_').upper()}(lib, params)" for r in desc.regions]
+    init += [launcher_init(r, "lib") for r in desc.regions]
     fams = ", ".join(desc.families)
     note = (f"Template candidate (c backend): fused regions [{fams}] run as OpenMP/SIMD C kernels; "
             "torch keeps the rest.")

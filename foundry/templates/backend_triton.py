@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from foundry.templates.candidate import assemble, launcher_class
+from foundry.templates.candidate import assemble, launcher_class, launcher_init
 from foundry.templates.conv_prologue_triton import conv_prologue_tunable, swap_convs
 from foundry.templates.conv_triton import conv_sources, conv_tunable, emit_convs
 from foundry.templates.emit_triton import TUNABLE_TRITON, emit_region_triton
@@ -97,7 +97,7 @@ def emit_triton_candidate(*, desc: Description, task_source: str, params: dict |
         src, launch = emit_region_triton(r)
         sources.append(src)
         launchers.append(launcher_class(r, launch))
-    init = [f"self.{r.name} = _{r.name.lstrip('_').upper()}(None, params)" for r in desc.regions]
+    init = [launcher_init(r, "None") for r in desc.regions]
     note = (f"Template candidate (triton backend): fused regions [{', '.join(desc.families)}] run as "
             "Triton kernels; torch keeps the rest.")
     if variant == "linear":

@@ -407,11 +407,13 @@ class _CONV:
 
 
 def conv_init_line(index: int, conv: Conv, prefix: str = "") -> str:
-    """The constructor line of `self._conv<index>`, reading its tile parameters under `prefix`."""
+    """The constructor line of `self._conv<index>`, reading its tile parameters under
+    `prefix`. The group count is read from the module when the candidate is built: a
+    depthwise convolution's is its channel count, which the judge's small sizes change."""
     extra = f", prefix={prefix!r}" if prefix else ""
     return (f"self._conv{index} = _CONV(params, dims={conv.dims}, transposed={conv.transposed}, "
             f"stride={conv.stride!r}, padding={conv.padding!r}, dilation={conv.dilation!r}, "
-            f"groups={conv.groups}, output_padding={conv.output_padding!r}{extra})")
+            f"groups={conv.module}.groups, output_padding={conv.output_padding!r}{extra})")
 
 
 def conv_sources(convs: tuple) -> tuple[str, str]:

@@ -290,8 +290,8 @@ def _group_norm_paths(region: Region) -> list:
         return ["for (int64_t cc = 0; cc < Cg; cc++) {", *["    " + x for x in pre_h + list(head)],
                 *["    " + x for x in _loop("h", "HW", pre_i + inner, pragma)], "}"]
 
-    ws = [f"const float ws = w[(o % {row.groups}) * Cg + cc];" if row.weight else "const float ws = 1.f;",
-          f"const float bs = bb[(o % {row.groups}) * Cg + cc];" if row.bias else "const float bs = 0.f;"]
+    ws = ["const float ws = w[(o % G) * Cg + cc];" if row.weight else "const float ws = 1.f;",
+          "const float bs = bb[(o % G) * Cg + cc];" if row.bias else "const float bs = 0.f;"]
     body = ["const int64_t o = t;", "const int64_t base = o * L;", "(void)base;", "float sm = 0.f;"]
     body += nest([f"sm += {v};"], red("+:sm"))
     body += ["const float mean = sm / (float)L;", "float sv = 0.f;"]
@@ -301,8 +301,8 @@ def _group_norm_paths(region: Region) -> list:
                  "#pragma omp simd", ws)
     # HW == 1 (features of a Linear): one flat, vectorised loop per pass
     pre_f, vf = _pre_at(region, "base + l")
-    wf = f"w[(o % {row.groups}) * Cg + l]" if row.weight else "1.f"
-    bf = f"bb[(o % {row.groups}) * Cg + l]" if row.bias else "0.f"
+    wf = "w[(o % G) * Cg + l]" if row.weight else "1.f"
+    bf = "bb[(o % G) * Cg + l]" if row.bias else "0.f"
     flat = ["const int64_t o = t;", "const int64_t base = o * L;", "float sm = 0.f;"]
     flat += _loop("l", "L", pre_f + [f"sm += {vf};"], red("+:sm"))
     flat += ["const float mean = sm / (float)L;", "float sv = 0.f;"]

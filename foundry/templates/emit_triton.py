@@ -326,7 +326,7 @@ def _norm(region: Region):
         abody += ["mean = tl.sum(pn * pmean, axis=0) / ntot", "dm = pmean - mean",
                   "m2 = tl.sum(pm2, axis=0) + tl.sum(pn * dm * dm, axis=0)",
                   f"rstd = 1.0 / tl.sqrt(m2 / ntot + {row.eps!r})"]
-    widx = {"layer": "l", "rms": "l", "group": f"(o % {row.groups}) * Cg + l // HW"}.get(row.kind, "o % C + l * 0")
+    widx = {"layer": "l", "rms": "l", "group": "(o % G) * Cg + l // HW"}.get(row.kind, "o % C + l * 0")
     scale = f" * tl.load(w + {widx}, mask=msk, other=0.0)" if row.weight else ""
     shift = f" + tl.load(bb + {widx}, mask=msk, other=0.0)" if row.bias else ""
     abody += _loop("l0", "start", "stop", "BLOCK", head + pre + _store(

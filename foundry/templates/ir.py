@@ -126,6 +126,9 @@ class RowOp:
     "mean" their sum over the rows not ignored).
     `weight`/`bias`: forward variable names of affine parameters (norms); for "layer" and
     "rms" indexed by the position within the row, for "group"/"instance" by channel.
+    `groups`: GroupNorm's group count at the traced sizes; `groups_module`: the dotted path
+    of its module, whose `num_groups` the candidate reads when it is built (a model built
+    with other init inputs, as at the judge's small sizes, may have another count).
     """
 
     family: str
@@ -137,6 +140,7 @@ class RowOp:
     exclusive: bool = False
     eps: float = 1e-5
     groups: int = 1
+    groups_module: str | None = None
     weight: str | None = None
     bias: str | None = None
     out_dtype: str = FLOAT

@@ -17,7 +17,7 @@ def phase_ints(region: Region) -> list[str]:
     if region.row is not None:
         ints += ["outer", "L", "inner"]
         if region.row.kind == "group":
-            ints += ["Cg", "HW"]
+            ints += ["G", "Cg", "HW"]
         if region.row.kind == "instance":
             ints += ["C"]
         if region.row.family == "pool":  # as a 3-D window: a 1-D or 2-D one has D = OD = 1 (and H = OH = 1)
@@ -44,8 +44,8 @@ def size_lines(region: Region, args: list[str]) -> list[str]:
         a, b = row.dim_start, row.dim_end
         lines += [f"outer = _prod(S[:{a}])", f"L = _prod(S[{a}:{b}])", f"inner = _prod(S[{b}:])"]
         if row.kind == "group":
-            g = row.groups
-            lines += [f"Cg = S[1] // {g}", "HW = _prod(S[2:])", f"outer = S[0] * {g}", "L = Cg * HW"]
+            # G: the launcher's group count, given when the candidate is built (launcher_init)
+            lines += ["G = self.groups", "Cg = S[1] // G", "HW = _prod(S[2:])", "outer = S[0] * G", "L = Cg * HW"]
         if row.kind == "instance":
             lines += ["C = S[1]"]
         if row.family == "loss":

@@ -159,6 +159,7 @@ class RowCall:
     reverse: bool = False
     eps: float = 1e-5
     groups: int = 1
+    groups_module: str | None = None  # GroupNorm: the module path whose num_groups the candidate reads
     weight: str | None = None  # module attribute path of the affine weight
     bias: str | None = None
     tuple_index: int | None = None  # for torch.max(x, dim): which output the user takes
@@ -381,7 +382,7 @@ def _module_rowop(node, mod, rank) -> RowCall | None:
                        weight=w(mod, "weight"))
     if isinstance(mod, nn.GroupNorm) and rank >= 2:
         return RowCall("norm", "group", x, tuple(range(1, rank)), True, eps=mod.eps,
-                       groups=mod.num_groups, weight=w(mod, "weight"), bias=w(mod, "bias"))
+                       groups=mod.num_groups, groups_module=name, weight=w(mod, "weight"), bias=w(mod, "bias"))
     if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)) and rank >= 3:
         if mod.track_running_stats:
             return None

@@ -407,7 +407,7 @@ def _build_region(name, g, extra, modules) -> Region:
         anchor = next(i for i, o in enumerate(pre_ops) if node_shape(o) == node_shape(x))
         row = RowOp(family=call.family, kind=call.kind, dim_start=call.dims[0],
                     dim_end=call.dims[-1] + 1, keepdim=call.keepdim, reverse=call.reverse,
-                    eps=float(call.eps), groups=int(call.groups), weight=_attr_var(call.weight),
+                    eps=float(call.eps), groups=int(call.groups), groups_module=call.groups_module, weight=_attr_var(call.weight),
                     bias=_attr_var(call.bias), window=call.window,
                     index=call.index.name if call.index is not None else None, ignore_index=call.ignore_index,
                     reduction=call.reduction,
