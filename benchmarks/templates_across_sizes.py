@@ -29,7 +29,8 @@ sys.path.append(str(Path(__file__).resolve().parents[1]))  # foundry from a sour
 import torch  # noqa: E402
 
 from foundry.evaluate.compare import compare  # noqa: E402
-from foundry.evaluate.trial_inputs import small_sizes  # noqa: E402
+from foundry.evaluate.config import EvalConfig  # noqa: E402
+from foundry.evaluate.job_plan import variants_for  # noqa: E402
 from foundry.tasks.loader import build_module  # noqa: E402
 from foundry.tasks.suite import load_suite  # noqa: E402
 from foundry.templates.engine import coverage, emit, variants  # noqa: E402
@@ -39,12 +40,9 @@ SEED = 7
 
 
 def other_sizes(task) -> list[dict]:
-    """The override dicts the judge checks besides the task's own sizes."""
-    sets = [dict(v) for v in task.variants]
-    small = small_sizes(task)
-    if small:
-        sets.append(small)
-    return sets
+    """The override dicts the judge checks besides the task's own sizes (its rule,
+    `job_plan.variants_for`, with the default trials, for a large task)."""
+    return [dict(v) for v in variants_for(task, EvalConfig(), large=True)[1:]]
 
 
 def run_at(task, source: str, overrides: dict) -> tuple[torch.Tensor, torch.Tensor]:
