@@ -13,7 +13,7 @@ import math
 from foundry.templates.candidate import assemble, launcher_class, launcher_init
 from foundry.templates.conv_prologue_triton import conv_prologue_tunable, swap_convs
 from foundry.templates.conv_triton import conv_sources, conv_tunable, emit_convs
-from foundry.templates.emit_triton import TUNABLE_TRITON, emit_region_triton, scan_pool_applies
+from foundry.templates.emit_triton import TUNABLE_TRITON, emit_region_triton
 from foundry.templates.gemm_triton import emit_gemm, gemm_tunable
 from foundry.templates.ir import Description
 from foundry.templates.linear_triton import KERNEL as LINEAR_KERNEL
@@ -50,8 +50,6 @@ def tunable_for(desc: Description, variant: str = "fused") -> dict:
         # a wide window unrolls its taps over the whole tile: a smaller tile first (on the H200,
         # level1/46's AvgPool3d, 27 taps: 3.3 ms tuned to BLOCK 256, 7.4 ms at 1024)
         tun["BLOCK"] = sorted(tun["BLOCK"])
-    if any(r.row is not None and r.row.window is not None and scan_pool_applies(r.row.window) for r in desc.regions):
-        tun["POOL_SCAN"] = [1, 0]  # a 1-D stride-1 window: the block-scan form first
     # (a reduction splits few long rows by itself: SPLIT would only repeat its screen points)
     if any(r.row is not None and r.row.family in ("softmax", "norm") for r in desc.regions):
         tun["SPLIT"] = list(TUNABLE_TRITON["SPLIT"])

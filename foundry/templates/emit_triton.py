@@ -426,67 +426,7 @@ def _pool(region: Region):
               _call(name, region, "triton.cdiv(outer * OD * OH, B // BW) * triton.cdiv(OW, BW)",
                     f"{f'-{pw}, ' if mixed else ''}ROWS=B // BW, BLOCK_W=BW")]
     extra = runtime_shift + ("ROWS: tl.constexpr", "BLOCK_W: tl.constexpr")
-    src = _kernel(name, region, body, extra, do_not_specialize=runtime_shift)
-    if not scan_pool_applies(window):
-        return src, launch
-    scan_src, scan_launch = _pool_scan(region)
-    launch = ["if int(self.params['POOL_SCAN']):", *["    " + ln for ln in scan_launch],
-              "else:", *["    " + ln for ln in launch]]
-    return src + "\n\n" + scan_src, launch
-
-
-MAX_SCAN_TAPS = 64  # the block-scan form of a 1-D pooling window takes windows of up to this many taps
-
-
-def scan_pool_applies(window) -> bool:
-    """Whether a pooling window has the block-scan form (`_pool_scan`): 1-D, stride 1,
-    a power-of-two number of taps (2 to MAX_SCAN_TAPS)."""
-    k = window.kernel[-1]
-    return window.dims == 1 and window.stride[-1] == 1 and 2 <= k <= MAX_SCAN_TAPS and k & (k - 1) == 0
-
-
-def _pool_scan(region: Region):
-    """A 1-D stride-1 pooling window of K taps (a power of two) at dilation DIL, with two
-    loads per output instead of K. A program's outputs are a [J, DP, K] tile, output
-    `ow0 + (j * K + b) * DIL + c` at (j, c, b) (DP: DIL's next power of two, lanes c >= DIL
-    masked off), so that for each (j, c) the K outputs along b start their windows K taps
-    apart. A window then covers the taps b..K-1 of its own block, read by the first load,
-    and the taps 0..b-1 of the next block, read by the second (shifted one tap back, its
-    lane b = 0 the identity); a suffix scan of the first and a prefix scan of the second,
-    along b, combine to every window at once (van Herk / Gil-Werman)."""
-    window = region.row.window
-    k, dil, pad = window.kernel[-1], window.dilation[-1], window.padding[-1]
-    is_max = region.row.kind == "max"
-    name, comb = f"{region.name}_pool_scan", f"{region.name}_pool_combine"
-    identity = 'float("-inf")' if is_max else "0.0"
-    combine = ("tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)" if is_max else "a + b")
-    combine_src = f"@triton.jit\ndef {comb}(a, b):\n    return {combine}\n"
-    body = ["pid = tl.program_id(0)", f"span = J * {k * dil}", "nb = tl.cdiv(OW, span)",
-            "r = (pid // nb).to(tl.int64)", "lane_c = tl.arange(0, DP)[None, :, None]",
-            f"lane_b = tl.arange(0, {k})[None, None, :]",
-            f"ow = (pid % nb) * span + (tl.arange(0, J)[:, None, None] * {k} + lane_b) * {dil} + lane_c",
-            f"m = (lane_c < {dil}) & (ow < OW)", "o = r * OW + ow", "row_at = r * W"]
-    for tag, shift, lane in (("a", "", ""), ("b", f" + {(k - 1) * dil}", "(lane_b >= 1) & ")):
-        # a: each window's first tap; b: K - 1 taps on, the first lane left out
-        pre, v = _pre(region, "row_at + iw", "ok", other=identity)
-        body += [f"iw = ow + W_SHIFT{shift}", f"ok = {lane}(iw >= 0) & (iw < W)", *pre,
-                 f"v{tag} = tl.where(ok, {v}, {identity})" if region.pre.body else f"v{tag} = {v}",
-                 f"s{tag} = tl.associative_scan(v{tag}, 2, {comb}, reverse={tag == 'a'})"]
-        if not is_max and not window.count_include_pad:
-            body.append(f"cnt_{tag} = tl.cumsum(ok.to(tl.float32), 2, reverse={tag == 'a'})")
-    body.append(f"acc = {comb}(sa, sb)")
-    value = "acc" if is_max else (f"acc / {float(k)!r}" if window.count_include_pad else "acc / (cnt_a + cnt_b)")
-    body += _store(region, "o", value, "m")
-    launch = ["B = int(self.params['BLOCK'])", f"J = max(1, B // {k * triton_p2(dil)})",
-              _call(name, region, f"outer * OD * OH * triton.cdiv(OW, J * {k * dil})",
-                    f"-{pad}, J=J, DP={triton_p2(dil)}")]
-    extra = ("W_SHIFT", "J: tl.constexpr", "DP: tl.constexpr")
-    return combine_src + "\n\n" + _kernel(name, region, body, extra, do_not_specialize=("W_SHIFT",)), launch
-
-
-def triton_p2(n: int) -> int:
-    """The smallest power of two >= n (as triton.next_power_of_2)."""
-    return 1 << max(0, n - 1).bit_length()
+    return _kernel(name, region, body, extra, do_not_specialize=runtime_shift), launch
 
 
 def _loss(region: Region):
