@@ -157,6 +157,7 @@ class RowCall:
     dims: tuple  # normalised, sorted
     keepdim: bool = False
     reverse: bool = False
+    exclusive: bool = False  # a scan: each output leaves its own element out
     eps: float = 1e-5
     groups: int = 1
     groups_module: str | None = None  # GroupNorm: the module path whose num_groups the candidate reads

@@ -24,6 +24,7 @@ from foundry.templates.fxutil import NotCovered, node_dtype, node_shape, tensor_
 from foundry.templates.ops import pointwise_of, rowop_of
 from foundry.templates.recognize_conv import describe_convs, prologue_convs
 from foundry.templates.recognize_gemm import describe_gemm
+from foundry.templates.scan_patterns import exclusive_scans, reverse_scans
 
 _IDENTITY_ON_ONE = ("sum", "mean", "max", "min", "logsumexp", "prod")
 
@@ -105,47 +106,14 @@ def _analyse(node, modules):
     return None
 
 
-def _flip_dims(node):
-    if node.op == "call_method" and node.target == "flip":
-        d = node.args[1:] if len(node.args) > 1 else (node.kwargs.get("dims"),)
-    elif node.op == "call_function" and node.target is torch.flip:
-        d = (node.args[1] if len(node.args) > 1 else node.kwargs.get("dims"),)
-    else:
-        return None
-    d = d[0] if len(d) == 1 and isinstance(d[0], (list, tuple)) else d
-    return tuple(d) if all(isinstance(v, int) for v in d) else None
-
-
-def _reverse_scans(gm, modules, out, skip):
-    """x.flip(d).cumsum(d).flip(d) -> one reverse scan."""
-    for c in gm.graph.nodes:
-        dc = _flip_dims(c)
-        b = c.args[0] if dc and c.args else None
-        if not isinstance(b, fx.Node) or len(b.users) != 1 or len(dc) != 1:
-            continue
-        a = b.args[0] if b.args else None
-        if not isinstance(a, fx.Node) or len(a.users) != 1 or _flip_dims(a) is None:
-            continue
-        x = a.args[0]
-        if not isinstance(x, fx.Node) or node_shape(x) is None or node_dtype(x) not in FLOATS:
-            continue
-        rank = len(node_shape(x))
-        row = rowop_of(b, modules, rank)
-        da = _flip_dims(a)
-        if row is None or row.family != "scan" or len(da) != 1:
-            continue
-        d = row.dims[0]
-        if da[0] % rank != d or dc[0] % rank != d:
-            continue
-        out[c] = ("row", type(row)("scan", row.kind, x, (d,), True, reverse=True))
-        skip.update((a, b))
-
-
 def _tuple_rows(gm, modules, skip=None):
     """torch.max(x, dim) / torch.min(x, dim) produce a tuple: map getitem nodes to row ops;
-    also x.flip(d).cumsum(d).flip(d) (a reverse scan); `skip` collects nodes absorbed."""
+    also the scans that scan_patterns reads out of several calls (reverse, exclusive);
+    `skip` collects nodes absorbed."""
     out = {}
-    _reverse_scans(gm, modules, out, skip if skip is not None else set())
+    skip = skip if skip is not None else set()
+    reverse_scans(gm, modules, out, skip)
+    exclusive_scans(gm, modules, out, skip)
     for node in gm.graph.nodes:
         if node.op == "call_function" and getattr(node.target, "__name__", "") == "getitem":
             src = node.args[0]
@@ -407,6 +375,7 @@ def _build_region(name, g, extra, modules) -> Region:
         anchor = next(i for i, o in enumerate(pre_ops) if node_shape(o) == node_shape(x))
         row = RowOp(family=call.family, kind=call.kind, dim_start=call.dims[0],
                     dim_end=call.dims[-1] + 1, keepdim=call.keepdim, reverse=call.reverse,
+                    exclusive=call.exclusive,
                     eps=float(call.eps), groups=int(call.groups), groups_module=call.groups_module, weight=_attr_var(call.weight),
                     bias=_attr_var(call.bias), window=call.window,
                     index=call.index.name if call.index is not None else None, ignore_index=call.ignore_index,
