@@ -18,6 +18,8 @@ import json
 import sys
 import time
 
+from task_args import add_task_arguments, selected_tasks
+
 
 def timed_ms(fn) -> float:
     from foundry.evaluate.cuda_timing import GpuTimingConfig, time_cuda
@@ -26,10 +28,7 @@ def timed_ms(fn) -> float:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--path", default=None, help="a folder of task files (default: the suite)")
-    ap.add_argument("--level", type=int, nargs="*", default=None)
-    ap.add_argument("--only", nargs="+", default=[""], help="keep tasks whose id contains any of these")
-    ap.add_argument("--profile", default="full")
+    add_task_arguments(ap)
     ap.add_argument("--leave-gb", type=float, nargs="+", default=[8.0, 2.0],
                     help="GiB left free by the ballast, one timing per value")
     ap.add_argument("--compile", action="store_true", help="also time torch.compile (default mode)")
@@ -41,13 +40,10 @@ def main() -> int:
         return 2
     from foundry.evaluate.cuda_timing import apply_tf32_policy
     from foundry.tasks.loader import build_module
-    from foundry.tasks.suite import load_suite
     apply_tf32_policy("off")
     print(f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}", flush=True)
     rows = []
-    for task in load_suite(path=a.path, level=a.level, profile=a.profile):
-        if not any(o in task.task_id for o in a.only):
-            continue
+    for task in selected_tasks(a):
         started = time.time()
         module = build_module(task)
         torch.manual_seed(0)

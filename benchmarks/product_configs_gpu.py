@@ -19,6 +19,8 @@ import csv
 import sys
 import time
 
+from task_args import add_task_arguments, selected_tasks
+
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), tried with every F32_DOT
 TILES = [(128, 128, 32, 8, 3), (128, 128, 32, 4, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
          (256, 128, 32, 8, 3), (128, 128, 64, 8, 2)]
@@ -49,10 +51,7 @@ def configs(family: str):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--path", default=None, help="a folder of task files (default: the suite)")
-    ap.add_argument("--level", type=int, nargs="*", default=None)
-    ap.add_argument("--only", nargs="+", default=[""], help="keep tasks whose id contains any of these")
-    ap.add_argument("--profile", default="full")
+    add_task_arguments(ap)
     ap.add_argument("--time-limit", type=float, default=480.0)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     ap.add_argument("--out", default="")
@@ -61,14 +60,13 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
         return 2
-    from foundry.tasks.suite import load_suite
     from foundry.templates.engine import coverage, describe_task, emit, variants
     from foundry.tuning.inprocess import InProcessMeasure
     from foundry.types import Candidate
     print(f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}", flush=True)
     started, rows = time.time(), []
-    for task in load_suite(path=a.path, level=a.level, profile=a.profile):
-        if not any(o in task.task_id for o in a.only) or coverage(task):
+    for task in selected_tasks(a):
+        if coverage(task):
             continue
         desc = describe_task(task)
         if desc.gemm is not None or desc.convs:

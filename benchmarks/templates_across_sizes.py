@@ -32,9 +32,9 @@ from foundry.evaluate.compare import compare  # noqa: E402
 from foundry.evaluate.config import EvalConfig  # noqa: E402
 from foundry.evaluate.job_plan import variants_for  # noqa: E402
 from foundry.tasks.loader import build_module  # noqa: E402
-from foundry.tasks.suite import load_suite  # noqa: E402
 from foundry.templates.engine import coverage, emit, variants  # noqa: E402
 from foundry.tuning.inprocess import load_candidate  # noqa: E402
+from task_args import add_task_arguments, selected_tasks  # noqa: E402
 
 SEED = 7
 
@@ -62,13 +62,10 @@ def run_at(task, source: str, overrides: dict) -> tuple[torch.Tensor, torch.Tens
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--path", default=str(Path(__file__).resolve().parent / "suite"))
-    ap.add_argument("--level", type=int, nargs="*", default=None)
-    ap.add_argument("--only", nargs="+", default=[], help="keep tasks whose id contains any of these")
+    add_task_arguments(ap, profile=None)
     ap.add_argument("--out", default="")
     a = ap.parse_args()
-    tasks = [t for t in load_suite(path=a.path, level=a.level, profile="full")
-             if not a.only or any(s in t.task_id for s in a.only)]
+    tasks = selected_tasks(a, profile="full")
     rows, bad = [], 0
     for task in tasks:
         sets = other_sizes(task)

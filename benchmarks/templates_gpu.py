@@ -23,6 +23,8 @@ import statistics
 import sys
 import time
 
+from task_args import add_task_arguments, selected_tasks
+
 
 def _geo(xs):
     xs = [x for x in xs if x and x > 0]
@@ -31,17 +33,13 @@ def _geo(xs):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--level", type=int, nargs="*", default=None)
-    ap.add_argument("--only", nargs="+", default=[""],
-                    help="keep tasks whose id contains any of these substrings")
+    add_task_arguments(ap)
     ap.add_argument("--budget", type=int, default=8, help="tuner measurements per template variant")
     ap.add_argument("--time-limit", type=float, default=540.0,
                     help="stop starting new tasks after this many seconds and print the summary so far")
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     ap.add_argument("--part", default="1/1", help="i/n: run only the i-th of n equal slices of the task list")
     ap.add_argument("--measure", default="inprocess", choices=["inprocess", "judge"])
-    ap.add_argument("--profile", default="full")
-    ap.add_argument("--path", default=None, help="a folder of task files (e.g. KernelBench's problems) instead of the suite")
     ap.add_argument("--cache", default="", help="tuning cache JSON path (default: none)")
     ap.add_argument("--out", default="", help="write per-task rows to this CSV")
     ap.add_argument("--device", default="cuda",
@@ -61,7 +59,6 @@ def main() -> int:
         return 2
     dev_name = torch.cuda.get_device_name(0) if a.device == "cuda" else "cpu (interpreter dry run)"
     from foundry.tasks.roofline import measure_ceilings, roofline_for_task
-    from foundry.tasks.suite import load_suite
     from foundry.templates.engine import coverage, emit, variants
     from foundry.tuning.inprocess import InProcessMeasure
     from foundry.tuning.tuner import Tuner, TunerConfig
@@ -79,7 +76,7 @@ def main() -> int:
     rows, skipped = [], []
     started = time.time()
     part, parts = (int(v) for v in a.part.split("/"))
-    tasks = [t for t in load_suite(path=a.path, level=a.level, profile=a.profile) if any(o in t.task_id for o in a.only)]
+    tasks = selected_tasks(a)
     tasks = tasks[(part - 1) * len(tasks) // parts: part * len(tasks) // parts]
     for task in tasks:
         if time.time() - started > a.time_limit:

@@ -17,22 +17,19 @@ import argparse
 import collections
 import sys
 
+from task_args import add_task_arguments, selected_tasks
+
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--backend", default="c", choices=["c", "triton"])
-    ap.add_argument("--level", type=int, nargs="*", default=None)
-    ap.add_argument("--only", nargs="+", default=[""],
-                    help="keep tasks whose id contains any of these substrings")
-    ap.add_argument("--path", default=None, help="a folder of task files (default: the suite)")
+    add_task_arguments(ap, profile="small")
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--profile", default="small")
     ap.add_argument("--trials", type=int, default=3)
     ap.add_argument("--compile-baseline", action="store_true")
     a = ap.parse_args()
     from foundry.evaluate import Evaluator
     from foundry.evaluate.config import EvalConfig
-    from foundry.tasks.suite import load_suite
     from foundry.templates.engine import coverage, emit, variants
     from foundry.templates import NotCovered
     from foundry.types import Candidate
@@ -41,9 +38,7 @@ def main() -> int:
     flags = collections.Counter()
     n_ok = n_cov = 0
     with Evaluator(config=cfg) as ev:
-        for task in load_suite(path=a.path, level=a.level, profile=a.profile):
-            if not any(o in task.task_id for o in a.only):
-                continue
+        for task in selected_tasks(a):
             why = coverage(task)
             if why:
                 print(f"{task.task_id:42s} {why}", flush=True)
