@@ -26,7 +26,7 @@ _CATS = (torch.cat, torch.concat)
 _ZEROS_FUNCS = (torch.zeros_like, torch.zeros)
 
 
-def flip_dims(node) -> tuple | None:
+def _flip_dims(node) -> tuple | None:
     """The dims a flip node reverses, or None where `node` is not a flip."""
     if node.op == "call_method" and node.target == "flip":
         d = node.args[1:] if len(node.args) > 1 else (node.kwargs.get("dims"),)
@@ -40,27 +40,27 @@ def flip_dims(node) -> tuple | None:
 
 def reverse_scans(gm: fx.GraphModule, modules: dict, out: dict, skip: set) -> None:
     """x.flip(d).cumsum(d).flip(d) -> one reverse scan."""
-    for c in gm.graph.nodes:
-        dc = flip_dims(c)
-        b = c.args[0] if dc and c.args else None
-        if not isinstance(b, fx.Node) or len(b.users) != 1 or len(dc) != 1:
+    for outer_flip in gm.graph.nodes:
+        outer_dims = _flip_dims(outer_flip)
+        scan = outer_flip.args[0] if outer_dims and outer_flip.args else None
+        if not isinstance(scan, fx.Node) or len(scan.users) != 1 or len(outer_dims) != 1:
             continue
-        a = b.args[0] if b.args else None
-        if not isinstance(a, fx.Node) or len(a.users) != 1 or flip_dims(a) is None:
+        inner_flip = scan.args[0] if scan.args else None
+        if not isinstance(inner_flip, fx.Node) or len(inner_flip.users) != 1:
             continue
-        x = a.args[0]
+        inner_dims = _flip_dims(inner_flip)
+        x = inner_flip.args[0] if inner_dims else None
         if not isinstance(x, fx.Node) or node_shape(x) is None or node_dtype(x) not in FLOATS:
             continue
         rank = len(node_shape(x))
-        row = rowop_of(b, modules, rank)
-        da = flip_dims(a)
-        if row is None or row.family != "scan" or len(da) != 1:
+        row = rowop_of(scan, modules, rank)
+        if row is None or row.family != "scan" or len(inner_dims) != 1:
             continue
         d = row.dims[0]
-        if da[0] % rank != d or dc[0] % rank != d:
+        if inner_dims[0] % rank != d or outer_dims[0] % rank != d:
             continue
-        out[c] = ("row", type(row)("scan", row.kind, x, (d,), True, reverse=True))
-        skip.update((a, b))
+        out[outer_flip] = ("row", type(row)("scan", row.kind, x, (d,), True, reverse=True))
+        skip.update((inner_flip, scan))
 
 
 def exclusive_scans(gm: fx.GraphModule, modules: dict, out: dict, skip: set) -> None:
