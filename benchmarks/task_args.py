@@ -9,12 +9,11 @@ from __future__ import annotations
 import argparse
 
 
-def add_task_arguments(ap: argparse.ArgumentParser, *, profile: str | None = "full",
-                       path: str | None = None) -> None:
+def add_task_arguments(ap: argparse.ArgumentParser, *, profile: str | None = "full") -> None:
     """Add the shared arguments to `ap`; `profile` is --profile's default (None: no
-    --profile, the script loads at a profile of its own), `path` --path's."""
-    ap.add_argument("--path", default=path, help="a suite, a KernelBench checkout or a folder of task files "
-                                                 f"(default: {path or 'the project suite'})")
+    --profile, the script loads at a profile of its own)."""
+    ap.add_argument("--path", default=None,
+                    help="a suite, a KernelBench checkout or a folder of task files (default: the project suite)")
     ap.add_argument("--level", type=int, nargs="*", default=None, help="level folders (default: all)")
     ap.add_argument("--only", nargs="+", default=[], help="keep tasks whose id contains any of these substrings")
     if profile is not None:
