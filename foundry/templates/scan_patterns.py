@@ -70,12 +70,12 @@ def exclusive_scans(gm: fx.GraphModule, modules: dict, out: dict, skip: set) -> 
         if parts is None:
             continue
         (zeros, second), dim = parts
-        if isinstance(second, fx.Node) and len(second.users) == 1:
+        if len(second.users) == 1:
             # second form: node = cat([zeros, cumsum(x[.., :L-1], d)], d)
             row = _forward_cumsum(second, modules)
             if row is not None and isinstance(row.x, fx.Node) and len(row.x.users) == 1:
-                x = _first_all_but_last(row.x, row.dims[0])
-                if x is not None and _cat_dim_is(dim, x, row.dims[0]) and _zeros_before(zeros, x, row.dims[0]):
+                x = _shifted_source(row.x, zeros, dim, row.dims[0])
+                if x is not None:
                     out[node] = ("row", replace(row, x=x, exclusive=True))
                     skip.update((second, row.x, zeros))
                     continue
@@ -86,10 +86,19 @@ def exclusive_scans(gm: fx.GraphModule, modules: dict, out: dict, skip: set) -> 
         # first form: scan = cumsum(cat([zeros, x[.., :L-1]], d), d)
         if row is None or row.x is not node:
             continue
-        x = _first_all_but_last(second, row.dims[0])
-        if x is not None and _cat_dim_is(dim, x, row.dims[0]) and _zeros_before(zeros, x, row.dims[0]):
+        x = _shifted_source(second, zeros, dim, row.dims[0])
+        if x is not None:
             out[scan] = ("row", replace(row, x=x, exclusive=True))
             skip.update((node, second, zeros))
+
+
+def _shifted_source(kept, zeros, cat_dim: int, d: int) -> fx.Node | None:
+    """x where `kept` is x[.., :L-1] along d and `zeros` the zeros that go before it in a
+    cat along d, else None."""
+    x = _first_all_but_last(kept, d)
+    if x is None or cat_dim % len(node_shape(x)) != d or not _zeros_before(zeros, x, d):
+        return None
+    return x
 
 
 def _forward_cumsum(node, modules):
@@ -116,10 +125,6 @@ def _cat_of(node) -> tuple | None:
     if not all(isinstance(t, fx.Node) for t in tensors):
         return None
     return tuple(tensors), dim
-
-
-def _cat_dim_is(dim: int, x: fx.Node, d: int) -> bool:
-    return dim % len(node_shape(x)) == d
 
 
 def _zeros_before(node, x: fx.Node, d: int) -> bool:
