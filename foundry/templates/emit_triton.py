@@ -216,6 +216,8 @@ def _reduce(region: Region):
 
 
 UNROLLED_WINDOW = 64  # a pooling window of up to this many taps is unrolled in the kernel
+W_CHUNK = 4  # the stride-1 pooling form's W chunk, consecutive inputs read by one aligned load (split in two halvings)
+W_CHUNKED_TAPS = 16  # a stride-1 W window of up to this many taps is read in chunks
 SPLIT_PROGRAMS = 1024  # a reduction over contiguous rows splits each row until about this many programs run
 
 
@@ -380,7 +382,9 @@ def _pool(region: Region):
     offset is a runtime argument Triton does not specialize on, so that every tap's load
     has the same layout instead of each alignment its own with conversions between them
     (on the H200, level1/41's MaxPool1d ran 1.3x faster so; the bounds checks per tile row
-    ran level1/46's AvgPool3d 1.6x faster, both in-process)."""
+    ran level1/46's AvgPool3d 1.6x faster, both in-process). A max, or an avg over the whole
+    window, with such a W window of up to W_CHUNKED_TAPS taps reads W in aligned chunks
+    instead (`_pool_chunked`)."""
     window = region.row.window
     (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = window.as_3d()
     deep = window.dims == 3
@@ -399,6 +403,8 @@ def _pool(region: Region):
         step = [f"acc += {v}", "cnt += ok.to(tl.float32)"]
     lanes = 16 // FLOAT_BYTES[region.pre.operands[region.anchor].dtype]  # elements per 16-byte load
     mixed = sw == 1 and len({(b * dw - pw) % lanes for b in range(kw)}) > 1
+    if mixed and kw <= W_CHUNKED_TAPS and (is_max or window.count_include_pad):
+        return _pool_chunked(region)
     w_offset = "+ W_SHIFT" if mixed else f"- {pw}"
     runtime_shift = ("W_SHIFT",) if mixed else ()  # the kernel's parameter, unspecialized
     row_ok = "r_in & (ih >= 0) & (ih < H)" + (" & (dz >= 0) & (dz < D)" if deep else "")
@@ -427,6 +433,76 @@ def _pool(region: Region):
                     f"{f'-{pw}, ' if mixed else ''}ROWS=B // BW, BLOCK_W=BW")]
     extra = runtime_shift + ("ROWS: tl.constexpr", "BLOCK_W: tl.constexpr")
     return _kernel(name, region, body, extra, do_not_specialize=runtime_shift), launch
+
+
+def _w_chunks(kw: int, dw: int, pw: int) -> tuple[int, int, dict]:
+    """(shift, chunks, element) of a stride-1 W window of kw taps (dilation dw, padding pw)
+    read in W_CHUNK-wide loads: output W_CHUNK * q + j's tap b reads input W_CHUNK * q - shift +
+    element[j, b], an index into the concatenation of `chunks` consecutive chunks. `shift`,
+    the padding rounded up to a multiple of W_CHUNK, keeps every chunk's start a multiple of
+    W_CHUNK, so that each is one aligned load where W is a multiple of W_CHUNK."""
+    shift = -(-pw // W_CHUNK) * W_CHUNK
+    element = {(j, b): j - pw + b * dw + shift for j in range(W_CHUNK) for b in range(kw)}
+    return shift, max(element.values()) // W_CHUNK + 1, element
+
+
+def _pool_chunked(region: Region):
+    """A stride-1 W window whose taps lie at offsets that differ modulo a vector (level1/41's
+    MaxPool1d: 8 taps, dilation 3): a program holds ROWS output rows x BLOCK_Q groups of
+    W_CHUNK consecutive outputs, and each window row is read as W_CHUNK-wide aligned chunks
+    covering every tap of a group, split into single elements in registers; each output of a
+    group takes its taps from those elements (one load per W_CHUNK inputs, where the tile form
+    loads once per tap and output). On the H200, in-process on level1/41's shape: 1.67-1.75
+    ms (0.87-0.91 of its floor) against the tile form's 2.51-2.57 ms. Level1/46's AvgPool3d
+    (stride 2) was not faster so (3.23 ms against 3.15), so strided windows keep the tile
+    form."""
+    window = region.row.window
+    (kd, kh, kw), (sd, sh, _), (pd, ph, pw), (dd, dh, dw) = window.as_3d()
+    deep = window.dims == 3
+    is_max = region.row.kind == "max"
+    name = f"{region.name}_pool"
+    plane = "(nc * D + dz)" if deep else "nc"
+    identity = 'float("-inf")' if is_max else "0.0"
+    shift, chunks, element = _w_chunks(kw, dw, pw)
+    cols = []
+    for c in range(chunks):
+        pre, v = _pre(region, "row_at + iw", "ok", other=identity)
+        if region.pre.body:
+            v = f"tl.where(ok, {v}, {identity})"
+        e = [f"x{c * W_CHUNK + i}" for i in range(W_CHUNK)]
+        cols += [f"iw = c0 + {c * W_CHUNK}", "ok = row_ok & ((iw >= 0) & (iw < W))", *pre,
+                 f"x_even, x_odd = tl.split(tl.reshape({v}, [ROWS, BLOCK_Q, 2, 2]))",
+                 f"{e[0]}, {e[2]} = tl.split(x_even)", f"{e[1]}, {e[3]} = tl.split(x_odd)"]
+    for j in range(W_CHUNK):
+        for b in range(kw):
+            x = f"x{element[j, b]}"
+            cols.append(f"acc{j} = tl.maximum(acc{j}, {x}, propagate_nan=tl.PropagateNan.ALL)" if is_max
+                        else f"acc{j} += {x}")
+    row_ok = "r_in & (ih >= 0) & (ih < H)" + (" & (dz >= 0) & (dz < D)" if deep else "")
+    loop = _static_loop if kd * kh * kw <= UNROLLED_WINDOW else _loop
+    window_loops = loop("a", "0", str(kh), "1", [f"ih = h0 + a * {dh}", f"row_ok = {row_ok}",
+                                                 f"row_at = ({plane} * H + ih) * W", *cols])
+    if deep:
+        window_loops = loop("e", "0", str(kd), "1", [f"dz = d0 + e * {dd}", *window_loops])
+    body = ["pid = tl.program_id(0)", f"nb = tl.cdiv(OW, BLOCK_Q * {W_CHUNK})",
+            "r = ((pid // nb).to(tl.int64) * ROWS + tl.arange(0, ROWS))[:, None, None]",
+            "q = ((pid % nb) * BLOCK_Q + tl.arange(0, BLOCK_Q))[None, :, None]",
+            f"lane = tl.arange(0, {W_CHUNK})[None, None, :]", f"ow = q * {W_CHUNK} + lane",
+            "r_in = r < outer * OD * OH", "m = r_in & (ow < OW)", "o = r * OW + ow", "oh = r % OH",
+            *(["od = (r // OH) % OD", "nc = r // (OH * OD)", f"d0 = od * {sd} - {pd}"] if deep
+              else ["nc = r // OH"]),
+            f"h0 = oh * {sh} - {ph}", f"c0 = q * {W_CHUNK} - {shift} + lane",
+            *[f"acc{j} = tl.full([ROWS, BLOCK_Q], {identity}, tl.float32)" for j in range(W_CHUNK)],
+            *window_loops]
+    scale = "" if is_max else f" / {float(kd * kh * kw)!r}"
+    body.append(f"res = tl.reshape(tl.join(tl.join(acc0, acc2), tl.join(acc1, acc3)), [ROWS, BLOCK_Q, {W_CHUNK}]){scale}")
+    body += _store(region, "o", "res", "m")
+    launch = ["B = int(self.params['BLOCK'])",
+              f"BQ = min(max(B // {W_CHUNK}, 1), triton.next_power_of_2(max(triton.cdiv(OW, {W_CHUNK}), 1)))",
+              f"R = max(1, B // {W_CHUNK} // BQ)",
+              _call(name, region, f"triton.cdiv(outer * OD * OH, R) * triton.cdiv(OW, BQ * {W_CHUNK})",
+                    "ROWS=R, BLOCK_Q=BQ")]
+    return _kernel(name, region, body, ("ROWS: tl.constexpr", "BLOCK_Q: tl.constexpr")), launch
 
 
 def _loss(region: Region):

@@ -146,6 +146,12 @@ CASES += [  # pooling over 1 and 3 spatial dims, dilation, global average poolin
     ("maxpool3d_pad_stride_dilated", "return torch.tanh(F.max_pool3d(xs[0], (3, 2, 3), stride=(2, 1, 2),"
      " padding=1, dilation=(1, 2, 1)))", "pass", "[]", X3D),
     ("avgpool3d_pad", "return self.p(xs[0])", "self.p = nn.AvgPool3d(3, stride=2, padding=1)", "[]", X3D),
+    # stride-1 W windows whose taps' alignments differ: the Triton template's chunked W reads
+    ("maxpool1d_chunked_pre_post", "return torch.tanh(F.max_pool1d(torch.relu(xs[0]) - 0.5, 5, 1, 2)) * 2.0",
+     "pass", "[]", X1D),
+    ("maxpool2d_stride1_chunked", "return F.max_pool2d(torch.log(xs[0]), 3, stride=1, padding=1)", "pass", "[]", X5),
+    ("avgpool2d_stride1_chunked_dilated_width", "return F.avg_pool2d(xs[0] * 3.0, (2, 7), stride=1, padding=(1, 3))",
+     "pass", "[]", X5),
     ("avgpool3d_no_pad_count_channel_bias", "return F.avg_pool3d(xs[0] + self.b, 3, 2, 1, count_include_pad=False)",
      "self.b = nn.Parameter(torch.randn(3, 1, 1, 1))", "[]", X3D),
     # 80 taps: a window the Triton template loops over rather than unrolls

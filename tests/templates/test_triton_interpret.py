@@ -76,19 +76,24 @@ def test_suite_gemm_tasks_with_linear_kernels(task):
     assert_close(ref, got)
 
 
-@pytest.mark.parametrize("module,hidden", [
-    ("nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", True),  # taps at -4, -1, 2, ...: mixed alignments
-    ("nn.MaxPool1d(4, stride=1, padding=0, dilation=4)", False),  # every tap 16-byte aligned
-    ("nn.AvgPool1d(3, stride=2, padding=1)", False),  # strided: no tap's load is contiguous
+@pytest.mark.parametrize("module,form", [
+    ("nn.MaxPool1d(8, stride=1, padding=4, dilation=3)", "chunks"),  # taps at -4, -1, 2, ...: mixed alignments
+    ("nn.AvgPool1d(3, stride=1, padding=1)", "chunks"),
+    ("nn.AvgPool1d(3, stride=1, padding=1, count_include_pad=False)", "runtime shift"),  # its count per tap
+    ("nn.MaxPool1d(17, stride=1, padding=8)", "runtime shift"),  # more taps than W_CHUNKED_TAPS
+    ("nn.MaxPool1d(4, stride=1, padding=0, dilation=4)", "tile"),  # every tap 16-byte aligned
+    ("nn.AvgPool1d(3, stride=2, padding=1)", "tile"),  # strided: no tap's load is contiguous
 ])
-def test_pooling_w_offset_is_a_runtime_value_only_where_tap_alignments_differ(tmp_path, module, hidden):
+def test_pooling_reads_w_in_chunks_or_at_a_runtime_offset_only_where_tap_alignments_differ(tmp_path, module, form):
     from foundry.templates.engine import emit
     task = make_task(tmp_path, "pool", forward="return self.p(x)", sig="x", init=f"self.p = {module}",
                      inputs="[torch.randn(2, 3, 40)]")
     src = emit(task, backend="triton")
-    assert ("@triton.jit(do_not_specialize=['W_SHIFT'])" in src) is hidden
-    ref, got = run_candidate(task, backend="triton", params={"BLOCK": 16})
-    assert_close(ref, got)
+    assert ("@triton.jit(do_not_specialize=['W_SHIFT'])" in src) is (form == "runtime shift")
+    assert ("tl.split(x_even)" in src) is (form == "chunks")
+    for block in (16, 64):  # one row per program, and several
+        ref, got = run_candidate(task, backend="triton", params={"BLOCK": block})
+        assert_close(ref, got)
 
 
 @pytest.mark.parametrize("module,first", [
