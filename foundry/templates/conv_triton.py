@@ -40,7 +40,7 @@ def conv_tunable(convs: tuple) -> dict:
     BLOCK_N and BLOCK_K no larger than the widest group's output channels and longest sum
     need (the launcher also narrows them per convolution, never below 16); with a strided
     transposed convolution, ALL_PHASES (on first), one pipeline stage (first) and BLOCK_N at
-    most 32 first."""
+    most 32 on 4 warps first."""
     tun = {k: list(v) for k, v in TUNABLE_CONV.items()}
     per_group = max(c.out_channels // c.groups for c in convs)
     longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
@@ -52,10 +52,12 @@ def conv_tunable(convs: tuple) -> dict:
         # in-process at these defaults, one stage against three: level1/72 2.74 vs 6.08 ms,
         # 75 1.44 vs 4.26, 79 1.56 vs 3.14, 81 1.16 vs 1.32
         tun.update(ALL_PHASES=[1, 0], num_stages=default_first(1, tun["num_stages"] + [1]))
-        # and BLOCK_N at most 32: the all-phases tile holds BLOCK_N x every phase, so a
-        # narrower one leaves registers for more programs per SM (level1/81 on the H200,
-        # in-process at BLOCK_M 256, 4 warps: 0.85 ms with BLOCK_N 32, 1.11-1.26 with 64)
-        tun.update(BLOCK_N=default_first(min(32, tun["BLOCK_N"][0]), tun["BLOCK_N"]))
+        # and BLOCK_N at most 32 on 4 warps: the all-phases tile holds BLOCK_N x every phase,
+        # so a narrower one leaves registers for more programs per SM (level1/81 on the H200
+        # at BLOCK_M 256: 0.85 ms in-process with BLOCK_N 32 on 4 warps, 1.11-1.22 ms with 64
+        # on 8 or 4; judged with 32 on 8 warps, 1.48 ms)
+        tun.update(BLOCK_N=default_first(min(32, tun["BLOCK_N"][0]), tun["BLOCK_N"]),
+                   num_warps=default_first(4, tun["num_warps"]))
     tun.update(dot_precision_tunable(chain_dtype(convs)))
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]

@@ -134,10 +134,12 @@ def test_a_strided_transposed_convolution_runs_all_phases_with_one_pipeline_stag
     tun = conv_tunable(strided)
     assert tun["ALL_PHASES"] == [1, 0] and tun["num_stages"] == [1, 3, 2, 4]
     assert tun["BLOCK_N"] == [32, 64, 128, 16]  # then the width that fits the 64 channels
+    assert tun["num_warps"] == [4, 8, 2]
     few = conv_tunable(_describe(nn.ConvTranspose2d(8, 8, 3, stride=2), shape=(1, 8, 6, 7)).convs)
     assert few["BLOCK_N"][0] == 16  # already narrower than 32
     plain = conv_tunable(_describe(nn.ConvTranspose2d(64, 64, 3), shape=(1, 64, 6, 7)).convs)
     assert "ALL_PHASES" not in plain and plain["num_stages"] == [3, 2, 4] and plain["BLOCK_N"][0] == 64
+    assert plain["num_warps"][0] == 8
 
 
 def test_the_c_backend_says_it_has_no_convolution_kernel():
