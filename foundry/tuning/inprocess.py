@@ -16,6 +16,7 @@ import types
 
 import torch
 
+from foundry.evaluate.compare import tolerance
 from foundry.tasks.loader import build_module
 from foundry.kernels import cache_dir
 from foundry.types import Candidate, EvalResult, Stage, Task, content_hash
@@ -56,8 +57,6 @@ class InProcessMeasure:
         self.compile_baseline = compile_baseline
         self.compile_ms: float | None = None
         self.compile_error = ""
-        self.atol = atol if atol is not None else (task.atol if task.atol is not None else 1e-4)
-        self.rtol = rtol if rtol is not None else (task.rtol if task.rtol is not None else 1e-4)
         module = build_module(task)
         self.init = list(module.get_init_inputs())
         torch.manual_seed(seed)
@@ -66,6 +65,11 @@ class InProcessMeasure:
         self.inputs = [x.to(self.device) if isinstance(x, torch.Tensor) else x for x in module.get_inputs()]
         with torch.no_grad():
             self.expected = self.reference(*self.inputs)
+        # the judge's tolerance: the task's, else its default for the output's dtype
+        dtype = self.expected.dtype if isinstance(self.expected, torch.Tensor) else torch.float32
+        task_atol, task_rtol = tolerance(dtype, task.atol, task.rtol)
+        self.atol = atol if atol is not None else task_atol
+        self.rtol = rtol if rtol is not None else task_rtol
         self._eager_ms: float | None = None
         self._flush = (torch.empty(64 << 20, dtype=torch.float32, device=self.device)
                        if self.device.type == "cuda" else None)
