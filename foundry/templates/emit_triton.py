@@ -371,6 +371,40 @@ def _scan(region: Region):
     return src, launch
 
 
+def _pool_tap(region: Region, identity: str) -> tuple[list, str]:
+    """(lines, value): the pre chain at input element row_at + iw under mask ok. A masked
+    load reads the identity (-inf, 0) where the window leaves the input; a pre chain may map
+    it to another value, so its result is masked again."""
+    pre, v = _pre(region, "row_at + iw", "ok", other=identity)
+    return pre, (f"tl.where(ok, {v}, {identity})" if region.pre.body else v)
+
+
+def _pool_rows(window) -> list:
+    """A pooling tile's lines from its output rows r and columns ow: r_in and m (in range),
+    o (the flat output index), the row's oh, od and nc (sample x channel), and its window's
+    first height h0 and depth d0."""
+    _, (sd, sh, _), (pd, ph, _), _ = window.as_3d()
+    deep = window.dims == 3
+    return ["r_in = r < outer * OD * OH", "m = r_in & (ow < OW)", "o = r * OW + ow", "oh = r % OH",
+            *(["od = (r // OH) % OD", "nc = r // (OH * OD)", f"d0 = od * {sd} - {pd}"] if deep
+              else ["nc = r // OH"]),
+            f"h0 = oh * {sh} - {ph}"]
+
+
+def _pool_window(window, cols: list) -> list:
+    """The window's depth and height loops around `cols` (one window row's W taps, which
+    read row_ok, the row's bounds check, and row_at, its first element); a window of up to
+    UNROLLED_WINDOW taps unrolled, so that its loads are in flight together."""
+    (kd, kh, kw), _, _, (dd, dh, _) = window.as_3d()
+    deep = window.dims == 3
+    plane = "(nc * D + dz)" if deep else "nc"
+    row_ok = "r_in & (ih >= 0) & (ih < H)" + (" & (dz >= 0) & (dz < D)" if deep else "")
+    loop = _static_loop if kd * kh * kw <= UNROLLED_WINDOW else _loop
+    loops = loop("a", "0", str(kh), "1", [f"ih = h0 + a * {dh}", f"row_ok = {row_ok}",
+                                          f"row_at = ({plane} * H + ih) * W", *cols])
+    return loop("e", "0", str(kd), "1", [f"dz = d0 + e * {dd}", *loops]) if deep else loops
+
+
 def _pool(region: Region):
     """A tile of ROWS output rows x BLOCK_W outputs along W per program (ROWS * BLOCK_W =
     BLOCK; BLOCK_W the smaller of BLOCK and W's next power of two), a window of up to
@@ -386,17 +420,11 @@ def _pool(region: Region):
     window, with such a W window of up to W_CHUNKED_TAPS taps reads W in aligned chunks
     instead (`_pool_chunked`)."""
     window = region.row.window
-    (kd, kh, kw), (sd, sh, sw), (pd, ph, pw), (dd, dh, dw) = window.as_3d()
-    deep = window.dims == 3
+    (kd, kh, kw), (_, _, sw), (_, _, pw), (_, _, dw) = window.as_3d()
     is_max = region.row.kind == "max"
     name = f"{region.name}_pool"
-    plane = "(nc * D + dz)" if deep else "nc"
-    # a masked load reads the identity (-inf, 0) where the window leaves the input; a pre chain
-    # may map it to another value, so its result is masked again
     identity = 'float("-inf")' if is_max else "0.0"
-    pre, v = _pre(region, "row_at + iw", "ok", other=identity)
-    if region.pre.body:
-        v = f"tl.where(ok, {v}, {identity})"
+    pre, v = _pool_tap(region, identity)
     if is_max:  # NaN wins, as in torch
         step = [f"acc = tl.maximum(acc, {v}, propagate_nan=tl.PropagateNan.ALL)"]
     else:
@@ -407,25 +435,16 @@ def _pool(region: Region):
         return _pool_chunked(region)
     w_offset = "+ W_SHIFT" if mixed else f"- {pw}"
     runtime_shift = ("W_SHIFT",) if mixed else ()  # the kernel's parameter, unspecialized
-    row_ok = "r_in & (ih >= 0) & (ih < H)" + (" & (dz >= 0) & (dz < D)" if deep else "")
-    # a window of up to UNROLLED_WINDOW taps unrolled, so that its loads are in flight together
     loop = _static_loop if kd * kh * kw <= UNROLLED_WINDOW else _loop
     cols = loop("b", "0", str(kw), "1", [f"iw = w0 + b * {dw}", "ok = row_ok & ((iw >= 0) & (iw < W))",
                                          *pre, *step])
-    window_loops = loop("a", "0", str(kh), "1", [f"ih = h0 + a * {dh}", f"row_ok = {row_ok}",
-                                                 f"row_at = ({plane} * H + ih) * W", *cols])
-    if deep:
-        window_loops = loop("e", "0", str(kd), "1", [f"dz = d0 + e * {dd}", *window_loops])
     body = ["pid = tl.program_id(0)", "nb = tl.cdiv(OW, BLOCK_W)",
             "r = ((pid // nb).to(tl.int64) * ROWS + tl.arange(0, ROWS))[:, None]",
             "ow = ((pid % nb) * BLOCK_W + tl.arange(0, BLOCK_W))[None, :]",
-            "r_in = r < outer * OD * OH", "m = r_in & (ow < OW)", "o = r * OW + ow", "oh = r % OH",
-            *(["od = (r // OH) % OD", "nc = r // (OH * OD)", f"d0 = od * {sd} - {pd}"] if deep
-              else ["nc = r // OH"]),
-            f"h0 = oh * {sh} - {ph}", f"w0 = ow * {sw} {w_offset}",
+            *_pool_rows(window), f"w0 = ow * {sw} {w_offset}",
             f"acc = tl.full([ROWS, BLOCK_W], {identity}, tl.float32)",
             "cnt = tl.zeros([ROWS, BLOCK_W], dtype=tl.float32)",
-            *window_loops]
+            *_pool_window(window, cols)]
     value = "acc" if is_max else (f"acc / {float(kd * kh * kw)!r}" if window.count_include_pad else "acc / cnt")
     body += _store(region, "o", value, "m")
     launch = ["B = int(self.params['BLOCK'])", "BW = min(B, triton.next_power_of_2(max(OW, 1)))",
@@ -457,18 +476,14 @@ def _pool_chunked(region: Region):
     (stride 2) was not faster so (3.23 ms against 3.15), so strided windows keep the tile
     form."""
     window = region.row.window
-    (kd, kh, kw), (sd, sh, _), (pd, ph, pw), (dd, dh, dw) = window.as_3d()
-    deep = window.dims == 3
+    (kd, kh, kw), _, (_, _, pw), (_, _, dw) = window.as_3d()
     is_max = region.row.kind == "max"
     name = f"{region.name}_pool"
-    plane = "(nc * D + dz)" if deep else "nc"
     identity = 'float("-inf")' if is_max else "0.0"
     shift, chunks, element = _w_chunks(kw, dw, pw)
     cols = []
     for c in range(chunks):
-        pre, v = _pre(region, "row_at + iw", "ok", other=identity)
-        if region.pre.body:
-            v = f"tl.where(ok, {v}, {identity})"
+        pre, v = _pool_tap(region, identity)
         e = [f"x{c * W_CHUNK + i}" for i in range(W_CHUNK)]
         cols += [f"iw = c0 + {c * W_CHUNK}", "ok = row_ok & ((iw >= 0) & (iw < W))", *pre,
                  f"x_even, x_odd = tl.split(tl.reshape({v}, [ROWS, BLOCK_Q, 2, 2]))",
@@ -478,22 +493,13 @@ def _pool_chunked(region: Region):
             x = f"x{element[j, b]}"
             cols.append(f"acc{j} = tl.maximum(acc{j}, {x}, propagate_nan=tl.PropagateNan.ALL)" if is_max
                         else f"acc{j} += {x}")
-    row_ok = "r_in & (ih >= 0) & (ih < H)" + (" & (dz >= 0) & (dz < D)" if deep else "")
-    loop = _static_loop if kd * kh * kw <= UNROLLED_WINDOW else _loop
-    window_loops = loop("a", "0", str(kh), "1", [f"ih = h0 + a * {dh}", f"row_ok = {row_ok}",
-                                                 f"row_at = ({plane} * H + ih) * W", *cols])
-    if deep:
-        window_loops = loop("e", "0", str(kd), "1", [f"dz = d0 + e * {dd}", *window_loops])
     body = ["pid = tl.program_id(0)", f"nb = tl.cdiv(OW, BLOCK_Q * {W_CHUNK})",
             "r = ((pid // nb).to(tl.int64) * ROWS + tl.arange(0, ROWS))[:, None, None]",
             "q = ((pid % nb) * BLOCK_Q + tl.arange(0, BLOCK_Q))[None, :, None]",
             f"lane = tl.arange(0, {W_CHUNK})[None, None, :]", f"ow = q * {W_CHUNK} + lane",
-            "r_in = r < outer * OD * OH", "m = r_in & (ow < OW)", "o = r * OW + ow", "oh = r % OH",
-            *(["od = (r // OH) % OD", "nc = r // (OH * OD)", f"d0 = od * {sd} - {pd}"] if deep
-              else ["nc = r // OH"]),
-            f"h0 = oh * {sh} - {ph}", f"c0 = q * {W_CHUNK} - {shift} + lane",
+            *_pool_rows(window), f"c0 = q * {W_CHUNK} - {shift} + lane",
             *[f"acc{j} = tl.full([ROWS, BLOCK_Q], {identity}, tl.float32)" for j in range(W_CHUNK)],
-            *window_loops]
+            *_pool_window(window, cols)]
     scale = "" if is_max else f" / {float(kd * kh * kw)!r}"
     body.append(f"res = tl.reshape(tl.join(tl.join(acc0, acc2), tl.join(acc1, acc3)), [ROWS, BLOCK_Q, {W_CHUNK}]){scale}")
     body += _store(region, "o", "res", "m")
