@@ -415,10 +415,10 @@ def _pool(region: Region):
     Where W's taps read at offsets that differ modulo a 16-byte vector (stride 1), the W
     offset is a runtime argument Triton does not specialize on, so that every tap's load
     has the same layout instead of each alignment its own with conversions between them
-    (on the H200, level1/41's MaxPool1d ran 1.3x faster so; the bounds checks per tile row
-    ran level1/46's AvgPool3d 1.6x faster, both in-process). A max, or an avg over the whole
-    window, with such a W window of up to W_CHUNKED_TAPS taps reads W in aligned chunks
-    instead (`_pool_chunked`)."""
+    (on the H200, level1/41's MaxPool1d ran 1.3x faster so, before the chunked form took it
+    over; the bounds checks per tile row ran level1/46's AvgPool3d 1.6x faster, both
+    in-process). A max, or an avg over the whole window, with such a W window of up to
+    W_CHUNKED_TAPS taps reads W in aligned chunks instead (`_pool_chunked`)."""
     window = region.row.window
     (kd, kh, kw), (_, _, sw), (_, _, pw), (_, _, dw) = window.as_3d()
     is_max = region.row.kind == "max"
@@ -471,10 +471,10 @@ def _pool_chunked(region: Region):
     W_CHUNK consecutive outputs, and each window row is read as W_CHUNK-wide aligned chunks
     covering every tap of a group, split into single elements in registers; each output of a
     group takes its taps from those elements (one load per W_CHUNK inputs, where the tile form
-    loads once per tap and output). On the H200, in-process on level1/41's shape: 1.67-1.75
-    ms (0.87-0.91 of its floor) against the tile form's 2.51-2.57 ms. Level1/46's AvgPool3d
-    (stride 2) was not faster so (3.23 ms against 3.15), so strided windows keep the tile
-    form."""
+    loads once per tap and output). On the H200, in-process on level1/41's shape: 1.67-1.82
+    ms (0.84-0.91 of its floor) at BLOCK 1024-4096, against the tile form's 2.51-2.74 ms;
+    judged at its defaults, 1.56 ms. Level1/46's AvgPool3d (stride 2) was not faster so
+    (3.23 ms against 3.15), so strided windows keep the tile form."""
     window = region.row.window
     (kd, kh, kw), _, (_, _, pw), (_, _, dw) = window.as_3d()
     is_max = region.row.kind == "max"
