@@ -91,7 +91,7 @@ def test_pooling_reads_w_in_chunks_or_at_a_runtime_offset_only_where_tap_alignme
     src = emit(task, backend="triton")
     assert ("@triton.jit(do_not_specialize=['W_SHIFT'])" in src) is (form == "runtime shift")
     assert ("tl.split(x_even)" in src) is (form == "chunks")
-    for block in (16, 64):  # one row per program, and several
+    for block in (16, 256):  # one output row per program, and 4-8 (outputs 20-41 wide)
         ref, got = run_candidate(task, backend="triton", params={"BLOCK": block})
         assert_close(ref, got)
 
