@@ -16,7 +16,7 @@ import types
 
 import torch
 
-from foundry.evaluate.compare import tolerance
+from foundry.evaluate.compare import compare, tolerance
 from foundry.tasks.loader import build_module
 from foundry.kernels import cache_dir
 from foundry.types import Candidate, EvalResult, Stage, Task, content_hash
@@ -44,7 +44,8 @@ def load_candidate(source: str, params: dict, *, name: str = "foundry_candidate"
 
 
 class InProcessMeasure:
-    """`measure(candidate) -> EvalResult`, comparing with the reference on one input set."""
+    """`measure(candidate) -> EvalResult`, comparing with the reference on one input set
+    the way the judge compares (`foundry.evaluate.compare`)."""
 
     def __init__(self, *, task: Task, seed: int = 0, rounds: int = 7, block_s: float = 0.01,
                  atol: float | None = None, rtol: float | None = None, device: str = "cpu",
@@ -91,14 +92,11 @@ class InProcessMeasure:
                 got = model(*self.inputs)
         except Exception as e:  # noqa: BLE001
             return self._fail(cand, Stage.RUNTIME, f"{type(e).__name__}: {e}")
-        if not isinstance(got, torch.Tensor) or got.shape != self.expected.shape or got.dtype != self.expected.dtype:
-            return self._fail(cand, Stage.SHAPE, f"output {getattr(got, 'shape', type(got))} "
-                                                 f"{getattr(got, 'dtype', '')}, expected "
-                                                 f"{tuple(self.expected.shape)} {self.expected.dtype}")
-        diff = (got.double() - self.expected.double()).abs()
-        if not torch.allclose(got.double(), self.expected.double(), atol=self.atol, rtol=self.rtol):
-            return self._fail(cand, Stage.VALUE, f"max abs error {diff.max().item():.3e} "
-                                                 f"(atol {self.atol}, rtol {self.rtol})")
+        # the judge's comparison (its atol scaled by the reference's RMS), so a sweep or the
+        # tuner's screen accepts what the judge accepts and refuses what it refuses
+        verdict = compare(self.expected, got, atol=self.atol, rtol=self.rtol)
+        if not verdict.ok:
+            return self._fail(cand, Stage.SHAPE if verdict.kind == "shape" else Stage.VALUE, verdict.message)
         if self.device.type == "cuda":
             if self._eager_ms is None:
                 self._eager_ms = self._cuda_ms(lambda: self.reference(*self.inputs))
@@ -108,7 +106,7 @@ class InProcessMeasure:
         else:
             eager_ms, cand_ms = self._time(lambda: self.reference(*self.inputs), lambda: model(*self.inputs))
         return EvalResult(candidate_id=cand.candidate_id, task_id=cand.task_id, stage=int(Stage.CORRECT),
-                          correct=True, max_abs_err=float(diff.max().item()), runtime_ms=cand_ms,
+                          correct=True, max_abs_err=verdict.max_abs_err, runtime_ms=cand_ms,
                           eager_ms=eager_ms, speedup_eager=eager_ms / cand_ms, compile_ms=self.compile_ms,
                           speedup_compile=(self.compile_ms / cand_ms) if self.compile_ms else None,
                           eval_s=time.perf_counter() - t0, hardware=_hardware(self.device),
