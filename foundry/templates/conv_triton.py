@@ -40,7 +40,7 @@ def conv_tunable(convs: tuple) -> dict:
     BLOCK_N and BLOCK_K no larger than the widest group's output channels and longest sum
     need (the launcher also narrows them per convolution, never below 16); with a strided
     transposed convolution, ALL_PHASES (on first), one pipeline stage (first) and BLOCK_N at
-    most 32 on 4 warps first."""
+    most 32 on 4 warps first, and BLOCK_M 128 first where it is 3-D."""
     tun = {k: list(v) for k, v in TUNABLE_CONV.items()}
     per_group = max(c.out_channels // c.groups for c in convs)
     longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
@@ -58,6 +58,11 @@ def conv_tunable(convs: tuple) -> dict:
         # on 8 or 4; judged with 32 on 8 warps, 1.48 ms)
         tun.update(BLOCK_N=default_first(min(32, tun["BLOCK_N"][0]), tun["BLOCK_N"]),
                    num_warps=default_first(4, tun["num_warps"]))
+        if any(c.transposed and max(c.stride) > 1 and len(c.kernel) == 3 for c in convs):
+            # and in 3-D, BLOCK_M 128 (the H200, in-process, 4 warps: level1/72 1.72 ms vs
+            # 4.25 at 256, level1/77 2.14 vs 5.05; level2/15, 26, 74, 96 and 100's
+            # transposed convolutions within 1%; the 1-D and 2-D ones are faster at 256)
+            tun.update(BLOCK_M=default_first(128, tun["BLOCK_M"]))
     tun.update(dot_precision_tunable(chain_dtype(convs)))
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]

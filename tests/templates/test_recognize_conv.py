@@ -129,17 +129,22 @@ def test_tunable_defaults_fit_the_output_channels_per_group():
     assert all(len(set(v)) == len(v) for v in tun.values())
 
 
-def test_a_strided_transposed_convolution_runs_all_phases_with_one_pipeline_stage_and_narrow_tiles_first():
+def test_a_strided_transposed_convolution_runs_all_phases_with_one_pipeline_stage_and_narrow_tiles_first_shorter_in_3d():
     strided = _describe(nn.ConvTranspose2d(32, 64, 3, stride=5, padding=1, dilation=2), shape=(1, 32, 6, 7)).convs
     tun = conv_tunable(strided)
     assert tun["ALL_PHASES"] == [1, 0] and tun["num_stages"] == [1, 3, 2, 4]
     assert tun["BLOCK_N"] == [32, 64, 128, 16]  # then the width that fits the 64 channels
-    assert tun["num_warps"] == [4, 8, 2]
+    assert tun["num_warps"] == [4, 8, 2] and tun["BLOCK_M"][0] == 256
+    in_3d = conv_tunable(_describe(nn.ConvTranspose3d(32, 32, (3, 5, 7), stride=2, groups=4),
+                                   shape=(1, 32, 3, 4, 5)).convs)
+    assert in_3d["BLOCK_M"] == [128, 256, 64, 32] and in_3d["num_warps"][0] == 4 and in_3d["ALL_PHASES"][0] == 1
     few = conv_tunable(_describe(nn.ConvTranspose2d(8, 8, 3, stride=2), shape=(1, 8, 6, 7)).convs)
     assert few["BLOCK_N"][0] == 16  # already narrower than 32
     plain = conv_tunable(_describe(nn.ConvTranspose2d(64, 64, 3), shape=(1, 64, 6, 7)).convs)
     assert "ALL_PHASES" not in plain and plain["num_stages"] == [3, 2, 4] and plain["BLOCK_N"][0] == 64
     assert plain["num_warps"][0] == 8
+    plain_3d = conv_tunable(_describe(nn.ConvTranspose3d(8, 8, 3), shape=(1, 8, 3, 4, 5)).convs)
+    assert plain_3d["BLOCK_M"][0] == 256 and "ALL_PHASES" not in plain_3d
 
 
 def test_the_c_backend_says_it_has_no_convolution_kernel():
