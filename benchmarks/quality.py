@@ -10,7 +10,9 @@ Timing: GPU: CUDA events, a whole-device synchronize, an L2 flush (writing a buf
 at least twice the L2) before each trial, warm-up, median of N trials. CPU: the same
 with a monotonic clock and a fixed thread count. Every task runs in a worker process with
 a deadline per phase; a failure, crash or timeout is recorded for that task and the
-worker is replaced, so one task never stops the run.
+worker is replaced, so one task never stops the run. The best kernel's output is checked
+by the judge's comparison (the task's tolerance, else its dtype's); torch.compile's by a
+loose agreement check (1e-2).
 
     python benchmarks/quality.py --device cpu --profile small --out out/quality
     python benchmarks/quality.py --device cuda --profile full --out out/quality-h200

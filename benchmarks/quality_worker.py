@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from foundry.evaluate.compare import compare
 from foundry.tasks.loader import build_module
 from foundry.tasks.roofline import measure_ceilings
 from foundry.types import Task
@@ -93,26 +94,12 @@ def time_forward(fn, *, dev: torch.device, flush: torch.Tensor, trials: int, war
     return {"ms": med, "spread": (p90 - p10) / med if med > 0 else 0.0, "trials": len(times)}
 
 
-def _outputs(out: Any) -> list[torch.Tensor]:
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _outputs(o)]
-    return []
-
-
-def _compare(ref: Any, got: Any, atol: float, rtol: float) -> tuple[bool, float]:
-    a, b = _outputs(ref), _outputs(got)
-    if len(a) != len(b) or any(x.shape != y.shape for x, y in zip(a, b)):
-        return False, float("inf")
-    worst = 0.0
-    ok = True
-    for x, y in zip(a, b):
-        x, y = x.double(), y.double()
-        if x.numel():
-            worst = max(worst, (x - y).abs().max().item())
-        ok = ok and bool(torch.allclose(x, y, atol=atol, rtol=rtol))
-    return ok, worst
+def _compare(ref: Any, got: Any, atol: float | None, rtol: float | None) -> tuple[bool, float]:
+    """The judge's comparison (`foundry.evaluate.compare`) at `atol`/`rtol` (None: the
+    dtype's default): whether `got` passes, and its largest absolute error (inf where the
+    structure, a shape or a dtype differs)."""
+    verdict = compare(ref, got, atol=atol, rtol=rtol)
+    return verdict.ok, float("inf") if verdict.kind == "shape" else verdict.max_abs_err
 
 
 def _load_candidate(path: str):
@@ -163,7 +150,7 @@ def _run_task(job: dict, send, lock) -> None:
                 out = compiled(*inputs)
                 _sync(dev)
                 compile_s = time.perf_counter() - t0
-                ok, err = _compare(ref, out, 1e-2, 1e-2)
+                ok, err = _compare(ref, out, 1e-2, 1e-2)  # a loose agreement check, not the judge's rule
                 res = timed(lambda: compiled(*inputs))
                 send(("result", "compile", {**res, "compile_s": compile_s, "max_abs_err": err, "agrees": ok}))
             except Exception as e:  # noqa: BLE001 - a compile failure is a result
@@ -178,9 +165,7 @@ def _run_task(job: dict, send, lock) -> None:
                 with lock:
                     out = new(*inputs)
                     _sync(dev)
-                atol = task.atol if task.atol is not None else 1e-2
-                rtol = task.rtol if task.rtol is not None else 1e-2
-                ok, err = _compare(ref, out, atol, rtol)
+                ok, err = _compare(ref, out, task.atol, task.rtol)  # the judge's rule
                 res = timed(lambda: new(*inputs))
                 send(("result", "best", {**res, "correct": ok, "max_abs_err": err}))
             except Exception as e:  # noqa: BLE001 - a broken best file is a result

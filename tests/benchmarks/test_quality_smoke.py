@@ -121,5 +121,8 @@ def test_output_comparison_and_best_file_paths(tmp_path):
     ok, err = worker._compare(torch.ones(3), torch.ones(3) * 0.5, 1e-2, 1e-2)
     assert not ok and abs(err - 0.5) < 1e-9
     assert worker._compare(torch.ones(3), torch.ones(4), 1e-2, 1e-2) == (False, float("inf"))
+    # no tolerance given: the judge's float32 default, which a 1e-3 error exceeds
+    assert not worker._compare(torch.ones(3), torch.ones(3) * 1.001, None, None)[0]
+    assert worker._compare(torch.ones(3), torch.ones(3) * 1.0001, None, None)[0]
     assert quality.best_file(tmp_path, "level1/08_ReLU") == tmp_path / "best" / "level1" / "08_ReLU.py"
     assert quality.best_file(tmp_path, "my task") == tmp_path / "best" / "my_task.py"
