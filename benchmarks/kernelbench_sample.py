@@ -261,6 +261,9 @@ def main() -> int:
     result = {"problems": ids, "rule": f"every {a.every}th problem of levels {a.levels} by number",
               "wall_s": round(wall, 1), "figures": figures(rows), "per_task": rows}
     print(json.dumps(result["figures"], indent=1, default=str), flush=True)
+    if not a.max_autotune:
+        print("max-autotune: not timed (pass --max-autotune; `--baselines-only --max-autotune` on the same "
+              "machine first caches its baselines, which take minutes)", flush=True)
     for task_id, r in rows.items():
         eager = eager_for_ratios(r)
         best = f"{eager / r['best_ms']:.2f}x eager" if r.get("best_ms") and eager else "no kernel"

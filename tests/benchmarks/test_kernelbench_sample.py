@@ -139,3 +139,21 @@ def test_slowest_kernels_of_a_baselines_profile(bench):
     summary = {"kernels": 4, "kernel_times_us": [["a", 9.0, 1], ["b", 5.0, 2], ["c", 1.0, 1], ["d", 0.5, 1]]}
     assert bench.slowest_kernels(summary) == [["a", 9.0, 1], ["b", 5.0, 2], ["c", 1.0, 1]]
     assert bench.slowest_kernels(None) == [] and bench.slowest_kernels({}) == []
+
+
+@pytest.mark.parametrize("max_autotune", [False, True])
+def test_a_report_without_max_autotune_says_it_was_not_timed(bench, tmp_path, monkeypatch, capsys, max_autotune):
+    (tmp_path / "kb" / "level1").mkdir(parents=True)
+    (tmp_path / "kb" / "level1" / "1_Problem.py").write_text("")
+    (tmp_path / "keep" / "run").mkdir(parents=True)
+    (tmp_path / "keep" / "run" / "run.json").write_text("{}")
+    row = {"correct": 1, "evaluations": 1, "best_ms": 1.0, "eager_ms": 2.0, "compile_ms": 1.5, "won_by": "template"}
+    monkeypatch.setattr(bench, "task_rows", lambda run_dir, ids: {task_id: dict(row) for task_id in ids})
+    monkeypatch.setattr(bench, "fill_baselines", lambda rows, tasks_dir, *, device, max_autotune: None)
+    monkeypatch.setattr("sys.argv", ["kernelbench_sample.py", "--path", str(tmp_path / "kb"), "--levels", "1",
+                                     "--keep", str(tmp_path / "keep"), "--report-only",
+                                     *(["--max-autotune"] if max_autotune else [])])
+    assert bench.main() == 0
+    out = capsys.readouterr().out
+    assert "level1/1_Problem: 1/1 correct; 2.00x eager, 1.50x torch.compile" in out
+    assert ("max-autotune: not timed" in out) is not max_autotune
