@@ -46,7 +46,8 @@ def conv_tunable(convs: tuple) -> dict:
     longest = max((c.in_channels // c.groups) * math.prod(c.kernel) for c in convs)
     tun.update(BLOCK_N=default_first(block_for(per_group, tun["BLOCK_N"]), tun["BLOCK_N"]),
                BLOCK_K=default_first(block_for(longest, tun["BLOCK_K"]), tun["BLOCK_K"]))
-    if any(c.transposed and max(c.stride) > 1 for c in convs):
+    strided_transposed = [c for c in convs if c.transposed and max(c.stride) > 1]
+    if strided_transposed:
         # the all-phases kernel (its sums in loops inside the unrolled phases) with one pipeline
         # stage, whose buffers would only cost registers and shared memory; on the H200,
         # in-process at these defaults, one stage against three: level1/72 2.74 vs 6.08 ms,
@@ -58,7 +59,7 @@ def conv_tunable(convs: tuple) -> dict:
         # on 8 or 4; judged with 32 on 8 warps, 1.48 ms)
         tun.update(BLOCK_N=default_first(min(32, tun["BLOCK_N"][0]), tun["BLOCK_N"]),
                    num_warps=default_first(4, tun["num_warps"]))
-        if any(c.transposed and max(c.stride) > 1 and len(c.kernel) == 3 for c in convs):
+        if any(len(c.kernel) == 3 for c in strided_transposed):
             # and in 3-D, BLOCK_M 128 (the H200, in-process, 4 warps: level1/72 1.72 ms vs
             # 4.25 at 256, level1/77 2.14 vs 5.05; level2/15, 26, 74, 96 and 100's
             # transposed convolutions within 1%; the 1-D and 2-D ones are faster at 256)
