@@ -32,8 +32,9 @@ class Baseline:
 # at its back-to-back time and calls each CPU input set once per block; 3 profiles a GPU
 # baseline after its timed runs, not before; 4 runs GPU workers without
 # CUBLAS_WORKSPACE_CONFIG (it slowed every cuBLAS launch); 5 makes torch.compile's first
-# call (Inductor's autotuning) with the device held; a change measures again
-TIMING_PROTOCOL = 5
+# call (Inductor's autotuning) with the device held; 6 runs CPU workers with glibc's malloc
+# settled (worker_env.CPU_MALLOC_POLICY); a change measures again
+TIMING_PROTOCOL = 6
 
 
 def baseline_key(task: Task, *, device: str, hardware: str, threads: int, compile_mode: str = "default") -> str:
