@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 
@@ -32,7 +33,7 @@ def test_cpu_workers_get_the_policy():
     assert not set(CPU_MALLOC_POLICY) & set(worker_env("cuda", threads=1))
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc settings")
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="settings of glibc's malloc")
 def test_a_buffer_freed_every_call_is_not_faulted_in_again():
     env = {**os.environ, **worker_env("cpu", threads=1)}
     out = subprocess.run([sys.executable, "-c", CALLS], env=env, capture_output=True, text=True, timeout=120)
