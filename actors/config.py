@@ -122,12 +122,13 @@ class RunOptions(_FromConfig):
     poll_s: float = _field("float", 0.5, min=0.01)
     progress: str = _field("str", "auto", choices=("auto", "live", "log", "off"))
     progress_every_s: float = _field("float", 10.0, min=0.1)  # plain log lines when not a TTY
-    stop_timeout_s: float = _field("float", 60.0, min=0)  # longest wait for in-flight work at the end
+    stop_timeout_s: float = _field("float", 15.0, min=0)  # longest wait for in-flight work at the end
     evaluator_impl: str | None = _field("str", None, nullable=True)  # "module:factory" stand-in
     proposer_impl: str | None = _field("str", None, nullable=True)  # "module:factory" stand-in
     compiler_seeds: bool = _field("bool", True)  # each task's torch.compile kernels judged first (foundry.seeds)
     seed_timeout_s: float = _field("float", 300.0, min=1)  # longest a task's seed may take to make
-    # seeds an evaluator makes at once (null: 1 on a CPU evaluator, 3 on a GPU one)
+    # seeds an evaluator makes at once (null: 1 on a CPU evaluator; on a GPU one half the
+    # driver host's cores over its GPUs, 3 to 8)
     seeds_per_evaluator: int | None = _field("int", None, nullable=True, min=1)
     profile_elites: bool = _field("bool", True)  # GPU runs: hardware metrics of each new elite's kernels
     ncu_share: float = _field("float", 0.05, min=0, max=1)  # most of an evaluator's time Nsight Compute may hold

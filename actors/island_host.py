@@ -43,6 +43,12 @@ class IslandHost:
         """Evaluated children inserted here (logged ones replayed after a resume included)."""
         return int(self.island.generation)
 
+    def best_correct(self) -> EvalResult | None:
+        """The result of the fittest elite where it is correct (fitness ranks every correct
+        kernel above every incorrect one), else None."""
+        best = self.island.archive.best()
+        return best.result if best is not None and best.result.correct else None
+
     def has_seen(self, candidate_id: str) -> bool:
         return bool(self.island.knows(candidate_id))
 

@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from actors.dispatch import TWIN, TWIN_PENDING
 from actors.evaluation import as_logged
 from actors.island_host import IslandHost
+from actors.task_order import TaskStanding, next_task
 from foundry.store.rundir import task_file_name, write_atomic
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, Task
 
@@ -143,15 +144,25 @@ class IslandWorker:
         proposer error, a refusal) and its steps under way."""
         return self.hosts[task_id].evaluations + self._fruitless[task_id] + self._running[task_id]
 
+    def standing(self, task_id: str) -> TaskStanding:
+        """What the choice of the next task reads of `task_id` on this island."""
+        best = self.hosts[task_id].best_correct()
+        fraction = ((best.metrics or {}).get("roofline") or {}).get("fraction") if best is not None else None
+        return TaskStanding(served=self.served(task_id), covered=best is not None,
+                            floor_fraction=float(fraction) if isinstance(fraction, (int, float)) else None,
+                            stalled=self._fruitless[task_id] > 0)
+
     def _pick_task(self) -> str | None:
-        """The open task served least; among equals, the next in round-robin order. A task
-        slow to judge, or one a resumed run had reached last, is not left behind."""
+        """The open task to step next (actors.task_order: tasks without a correct kernel
+        first, then by steps weighed by headroom); among equals, the next in round-robin
+        order. A task slow to judge, or one a resumed run had reached last, is not left behind."""
         open_ = self.open_tasks()
         if not open_:
             return None
         start = self._next % len(open_)
         self._next += 1
-        return min(open_[start:] + open_[:start], key=self.served)
+        order = open_[start:] + open_[:start]
+        return next_task(order, {t: self.standing(t) for t in order})
 
     async def _slot(self) -> None:
         while not self._stopping:

@@ -15,6 +15,7 @@ loop had ended is run again.
 from __future__ import annotations
 
 import logging
+import os
 from typing import Any, Callable, Mapping
 
 from actors.island_worker import SeedOutcome
@@ -63,14 +64,20 @@ class SeedService:
                                   on_end=self.gate.unregister, stopped_s=self.gate.frozen_s)
 
 
-def seeds_at_once(configured: int | None, *, gpu: bool) -> int:
+def seeds_at_once(configured: int | None, *, gpu: bool, host_cpus: int | None = None,
+                  gpu_evaluators: int = 1) -> int:
     """How many seeds an evaluator makes at once: `configured` (run.seeds_per_evaluator),
     or by default 1 on a CPU evaluator (a seed's C++ compile takes a core the lanes need)
-    and 3 on a GPU one (a seed is mostly CPU work, Inductor's code generation and Triton
-    compiles, on a host with cores to spare; the GPU's memory is reserved per seed)."""
+    and on a GPU one half the host's cores shared among its GPU evaluators, 3 to 8 (a seed
+    is mostly CPU work, Inductor's code generation and Triton compiles; every task's seed is
+    asked for at the start, so that no task waits long for its compiler floor; the GPU's
+    memory is reserved per seed)."""
     if configured is not None:
         return max(1, int(configured))
-    return 3 if gpu else 1
+    if not gpu:
+        return 1
+    cpus = host_cpus if host_cpus is not None else (os.cpu_count() or 6)
+    return max(3, min(8, cpus // (2 * max(1, gpu_evaluators))))
 
 
 class SeedRequests:

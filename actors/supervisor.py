@@ -74,7 +74,8 @@ class Supervisor:
         self._calls_ref: Any = None  # the prompt actor's drain of LLM calls, not collected yet
         self._stopped = False
         # each task's compiler seed, asked for at the start, a few at a time per evaluator
-        self.seeds = SeedRequests(per_evaluator=seeds_at_once(settings.run.seeds_per_evaluator, gpu=bool(gpus)))
+        self.seeds = SeedRequests(per_evaluator=seeds_at_once(settings.run.seeds_per_evaluator, gpu=bool(gpus),
+                                                                gpu_evaluators=max(1, int(gpus))))
 
     def _note(self, cand, result, *, session: bool) -> None:
         self.by_island.setdefault(cand.island_id, []).append((cand, result))

@@ -3,11 +3,13 @@ problems at their published sizes: what the judge found per task, and the geomet
 over the whole sample.
 
     python benchmarks/kernelbench_sample.py [--path ../shared/kernelbench] [--every 4]
-        [--levels 1 2] [--wall-s 540] [--keep DIR] [--resume | --report-only | --baselines-only]
+        [--offset 0 | --seed S [--count 40]] [--levels 1 2] [--wall-s 540] [--keep DIR] [--resume | --report-only | --baselines-only]
         [--max-autotune] [--only LEVEL/NUMBER ...] [--override key=value ...] [--out sample.json]
 
 The sample: of each level's problem files present in `--path`, ordered by problem number,
-every `--every`-th starting with the first (every 4th of levels 1 and 2: 40 problems);
+every `--every`-th starting with the `--offset`-th (0: the first; every 4th of levels 1 and
+2: 40 problems, and offsets 0 to 3 give four disjoint samples), or with `--seed S` a random
+`--count` of all the levels' problems drawn with that seed;
 `--only 1/21 1/41 ...` keeps those of the sample alone (figures over them only). The main
 job runs on it (`python -m foundry tasks=kernelbench ... llm=none`, its default search:
 compiler seeds, templates, tuning); `--resume` continues the run kept in `--keep`
@@ -41,6 +43,7 @@ import argparse
 import json
 import math
 import os
+import random
 import subprocess
 import sys
 import tempfile
@@ -54,17 +57,39 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from kernelbench_throughput import link_problems  # noqa: E402
 
 
-def sample(path: Path, *, levels: list[int], every: int) -> list[str]:
-    """`level/number` of every `every`-th problem file of each level, by number."""
-    picked = []
-    for level in levels:
-        folder = path / f"level{level}"
-        if not folder.is_dir():
-            raise SystemExit(f"no folder {folder}")
-        numbers = sorted(int(p.name.split("_", 1)[0]) for p in folder.glob("*_*.py")
-                         if p.name.split("_", 1)[0].isdigit())
-        picked += [f"{level}/{n}" for n in numbers[::every]]
-    return picked
+def problem_numbers(path: Path, level: int) -> list[int]:
+    """The problem numbers of `path`'s level folder, in order."""
+    folder = path / f"level{level}"
+    if not folder.is_dir():
+        raise SystemExit(f"no folder {folder}")
+    return sorted(int(p.name.split("_", 1)[0]) for p in folder.glob("*_*.py") if p.name.split("_", 1)[0].isdigit())
+
+
+def sample(path: Path, *, levels: list[int], every: int, offset: int = 0, seed: int | None = None,
+           count: int = 40) -> list[str]:
+    """`level/number` of every `every`-th problem file of each level by number, starting
+    with the `offset`-th; with `seed`, `count` problems of all the levels drawn at random
+    with that seed instead (listed by level and number)."""
+    if not 0 <= offset < every:
+        raise SystemExit(f"--offset must be in [0, --every), got {offset} with --every {every}")
+    everything = [(level, n) for level in levels for n in problem_numbers(path, level)]
+    if seed is not None:
+        if count > len(everything):
+            raise SystemExit(f"--count {count}: levels {levels} hold {len(everything)} problems")
+        everything = sorted(random.Random(seed).sample(everything, count))
+        return [f"{level}/{n}" for level, n in everything]
+    return [f"{level}/{n}" for level in levels for n in problem_numbers(path, level)[offset::every]]
+
+
+def sample_rule(a: argparse.Namespace) -> str:
+    """The sample's rule in words (the report's `rule`)."""
+    if a.seed is not None:
+        return f"{a.count} problems of levels {a.levels} drawn at random with seed {a.seed}"
+    return f"every {a.every}th problem of levels {a.levels} by number, from the {ordinal(a.offset + 1)}"
+
+
+def ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
 
 
 def restrict(problems: list[str], only: list[str]) -> list[str]:
@@ -183,14 +208,19 @@ def figures(rows: dict[str, dict]) -> dict:
     return out
 
 
+def chosen(a: argparse.Namespace) -> list[str]:
+    """The sample the arguments choose."""
+    return sample(Path(a.path), levels=a.levels, every=a.every, offset=a.offset, seed=a.seed, count=a.count)
+
+
 def time_baselines(a: argparse.Namespace) -> int:
     """`--baselines-only`: the sample's baselines timed into the judge's disk cache (its
     key is the problem's content, so a run's report finds them), printed and, with
     `--out`, written."""
-    problems = restrict(sample(Path(a.path), levels=a.levels, every=a.every), a.only)
+    problems = restrict(chosen(a), a.only)
     tasks_dir = Path(tempfile.mkdtemp(prefix="kb-baselines-"))
     ids = link_problems(Path(a.path), problems, tasks_dir)
-    print(f"{len(ids)} problems (every {a.every}th of levels {a.levels}): baselines only", flush=True)
+    print(f"{len(ids)} problems ({sample_rule(a)}): baselines only", flush=True)
     rows: dict[str, dict] = {task_id: {} for task_id in ids}
     t0 = time.monotonic()
     fill_baselines(rows, tasks_dir, device=a.device, max_autotune=a.max_autotune, default_mode=not a.max_autotune)
@@ -205,6 +235,9 @@ def main() -> int:
     ap.add_argument("--path", default=str(ROOT.parent / "shared" / "kernelbench"))
     ap.add_argument("--levels", nargs="+", type=int, default=[1, 2])
     ap.add_argument("--every", type=int, default=4)
+    ap.add_argument("--offset", type=int, default=0, help="start the every-Nth rule at this problem (0: the first)")
+    ap.add_argument("--seed", type=int, default=None, help="draw --count problems at random with this seed instead")
+    ap.add_argument("--count", type=int, default=40, help="problems drawn with --seed")
     ap.add_argument("--wall-s", type=float, default=540.0, help="budget.wall_time_s of this sitting")
     ap.add_argument("--keep", default="", help="folder for the run directory and its log (default: a temp dir)")
     ap.add_argument("--resume", action="store_true", help="continue the run kept in --keep")
@@ -226,13 +259,13 @@ def main() -> int:
         return time_baselines(a)
     keep = Path(a.keep) if a.keep else Path(tempfile.mkdtemp(prefix="kb-sample-"))
     keep.mkdir(parents=True, exist_ok=True)
-    problems = restrict(sample(Path(a.path), levels=a.levels, every=a.every), a.only)
+    problems = restrict(chosen(a), a.only)
     tasks_dir, run_dir = keep / "tasks", keep / "run"
     if not tasks_dir.exists():
         ids = link_problems(Path(a.path), problems, tasks_dir)
     else:
         ids = sorted(f"{p.parent.name}/{p.stem}" for p in tasks_dir.glob("level*/*.py"))
-    print(f"{len(ids)} problems (every {a.every}th of levels {a.levels}): {', '.join(ids)}", flush=True)
+    print(f"{len(ids)} problems ({sample_rule(a)}): {', '.join(ids)}", flush=True)
     for flag, given in (("--resume", a.resume), ("--report-only", a.report_only)):
         if given and not (run_dir / "run.json").exists():
             raise SystemExit(f"{flag}: no run in {run_dir}")
@@ -258,7 +291,7 @@ def main() -> int:
             print(proc.stdout[-2000:] + proc.stderr[-3000:], flush=True)
     rows = task_rows(run_dir, ids)
     fill_baselines(rows, tasks_dir, device=a.device, max_autotune=a.max_autotune)
-    result = {"problems": ids, "rule": f"every {a.every}th problem of levels {a.levels} by number",
+    result = {"problems": ids, "rule": sample_rule(a),
               "wall_s": round(wall, 1), "figures": figures(rows), "per_task": rows}
     print(json.dumps(result["figures"], indent=1, default=str), flush=True)
     if not a.max_autotune:

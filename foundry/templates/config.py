@@ -22,18 +22,18 @@ class TemplateConfig:
     (null: none); tune_repeat_budget: measurements per candidate whose parameter space
     was already measured on the task (null: half of tune_budget, at least 2);
     tune_uncovered: tune a task's candidates before the evaluator has a correct kernel
-    for it (false: until then each is judged once, at its own settings, so that every
-    task gets a correct kernel sooner; tuning starts with the next ones)."""
+    for it (false, the default: until then each is judged once, at its own settings, so
+    that every task gets a correct kernel sooner; tuning starts with the next ones)."""
 
     enabled: bool = True
     families: tuple = FAMILIES
     mutations: tuple = MUTATIONS
-    tune_budget: int = 16
+    tune_budget: int = 8
     tune_exhaustive_max: int = 32
     tune_seed: int = 0
     tune_cache: str | None = None
     tune_repeat_budget: int | None = None
-    tune_uncovered: bool = True
+    tune_uncovered: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "families", tuple(self.families))

@@ -33,7 +33,7 @@ class TunerConfig:
     seed: int = 0
     cache_path: str | None = None
     repeat_budget: int | None = None
-    tune_uncovered: bool = True
+    tune_uncovered: bool = False
 
     def __post_init__(self) -> None:
         if int(self.budget) < 1:

@@ -357,3 +357,30 @@ async def test_a_task_whose_proposals_fail_does_not_take_every_turn(relu_task):
     assert await asyncio.wait_for(w.run(), 20) == "evaluation budget spent"
     served = evaluations_per_task(w)
     assert served["t0"] == 0 and served["t1"] + served["t2"] == 10 and abs(served["t1"] - served["t2"]) <= 1
+
+
+async def test_a_task_without_a_correct_kernel_gets_its_first_steps_before_covered_tasks_get_more(relu_task):
+    """Breadth first: while t1's candidates are judged wrong, its next steps come before the
+    covered task's second one, up to FIRST_KERNEL_STEPS; then the two are served by count."""
+    from actors.task_order import FIRST_KERNEL_STEPS
+    ev, order = FixedCostEvaluator(), []
+
+    async def submit(t, cand):
+        await asyncio.sleep(0.001)
+        order.append(t.task_id)
+        result = ev.evaluate(task=t, candidate=cand)
+        if t.task_id == "t1":
+            result = dataclasses.replace(result, stage=int(Stage.VALUE), correct=False, runtime_ms=None,
+                                         speedup_eager=None, speedup_compile=None, error="wrong values")
+        return cand, result, "ev-0", ""
+
+    w = several_tasks_worker(relu_task, 2)
+    w.submit = submit
+
+    async def stop_later():
+        while len(order) < FIRST_KERNEL_STEPS + 3:
+            await asyncio.sleep(0.001)
+        w.stop("enough steps seen")
+    await asyncio.gather(w.run(), stop_later())
+    assert order[:FIRST_KERNEL_STEPS + 1] == ["t0"] + ["t1"] * FIRST_KERNEL_STEPS
+    assert order[FIRST_KERNEL_STEPS + 1] == "t0"  # t1 has had its first steps: served by count again

@@ -70,6 +70,9 @@ def test_seeds_are_asked_a_few_at_a_time_per_evaluator_and_handed_to_islands(ray
     assert got[1] == ["t1", "t5"] and len(said) == 5  # task k goes to island k % 2 (t3 has no seed)
 
 
-def test_a_gpu_evaluator_makes_three_seeds_at_once_by_default_and_a_cpu_one_one():
-    assert seeds_at_once(None, gpu=True) == 3 and seeds_at_once(None, gpu=False) == 1
+def test_a_gpu_evaluator_makes_seeds_on_half_its_share_of_the_cores_and_a_cpu_one_one():
+    assert seeds_at_once(None, gpu=True, host_cpus=16) == 8  # the H200 host: 16 cores, one GPU
+    assert seeds_at_once(None, gpu=True, host_cpus=32, gpu_evaluators=2) == 8
+    assert seeds_at_once(None, gpu=True, host_cpus=4) == 3 and seeds_at_once(None, gpu=True, host_cpus=64) == 8
+    assert seeds_at_once(None, gpu=False, host_cpus=16) == 1
     assert seeds_at_once(2, gpu=False) == 2 and seeds_at_once(5, gpu=True) == 5

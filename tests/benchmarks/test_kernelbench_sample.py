@@ -28,6 +28,34 @@ def test_the_sample_is_every_nth_present_problem_by_number(bench, tmp_path):
         bench.sample(tmp_path, levels=[3], every=4)
 
 
+def problem_folder(tmp_path, numbers_by_level):
+    for level, numbers in numbers_by_level.items():
+        folder = tmp_path / f"level{level}"
+        folder.mkdir()
+        for n in numbers:
+            (folder / f"{n}_Problem.py").write_text("")
+    return tmp_path
+
+
+def test_offsets_give_disjoint_samples_that_cover_every_problem(bench, tmp_path):
+    path = problem_folder(tmp_path, {1: range(1, 11), 2: range(1, 7)})
+    samples = [bench.sample(path, levels=[1, 2], every=4, offset=k) for k in range(4)]
+    assert samples[1] == ["1/2", "1/6", "1/10", "2/2", "2/6"]
+    assert sum(len(s) for s in samples) == 16 and len(set().union(*map(set, samples))) == 16
+    with pytest.raises(SystemExit, match="--offset"):
+        bench.sample(path, levels=[1], every=4, offset=4)
+
+
+def test_a_seeded_sample_is_drawn_at_random_and_the_same_for_the_same_seed(bench, tmp_path):
+    path = problem_folder(tmp_path, {1: range(1, 31), 2: range(1, 31)})
+    first = bench.sample(path, levels=[1, 2], every=4, seed=7, count=10)
+    assert first == bench.sample(path, levels=[1, 2], every=4, seed=7, count=10) and len(set(first)) == 10
+    assert first != bench.sample(path, levels=[1, 2], every=4, seed=8, count=10)
+    assert first == sorted(first, key=lambda p: tuple(int(x) for x in p.split("/")))
+    with pytest.raises(SystemExit, match="--count 61"):
+        bench.sample(path, levels=[1, 2], every=4, seed=7, count=61)
+
+
 def test_only_keeps_the_named_problems_of_the_sample(bench):
     problems = ["1/1", "1/8", "1/55", "2/9"]
     assert bench.restrict(problems, []) == problems

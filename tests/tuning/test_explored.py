@@ -128,6 +128,6 @@ def test_repeat_budget_config():
     assert TemplateConfig(tune_repeat_budget=2).tuner_config().repeat_budget == 2
     assert tuner_config({"tune_budget": 6, "tune_repeat_budget": 3}) == {
         "budget": 6, "exhaustive_max": 32, "seed": 0, "cache_path": None, "repeat_budget": 3,
-        "tune_uncovered": True}
+        "tune_uncovered": False}
     with pytest.raises(Exception, match="tune_repat_budget"):
         tuner_config({"tune_repat_budget": 3})

@@ -1,0 +1,55 @@
+"""Which of its open tasks an island steps next: breadth first, then where the headroom is.
+
+A task without a correct kernel on the island comes first, for its first
+`FIRST_KERNEL_STEPS` steps: a run gives every task its first correct kernel (its compiler
+seed, its first applicable template, each judged once at its own settings) before any task
+is tuned or searched deeply. A task loses that place once a step of it added nothing (the
+proposer failed or had nothing new, the judge refused it): it is then served like the rest,
+so it cannot take turn after turn. After that a task's steps count in proportion to how close its
+best kernel is to the task's roofline floor (the fraction GPU results carry in
+`metrics["roofline"]`): a task at 0.5 of its floor is served twice as often as one with no
+position known, one at the floor a tenth as often. Ties go to the earlier task in the order
+given (the island's round-robin, which starts at another task on each island).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+FIRST_KERNEL_STEPS = 4  # steps a task without a correct kernel goes before the covered ones
+MIN_HEADROOM = 0.1  # a task at or above its floor still gets a tenth of the attention
+
+
+@dataclass(frozen=True)
+class TaskStanding:
+    """What the choice reads of one task on one island: its steps so far (evaluations,
+    fruitless steps and steps under way), whether a correct kernel is held, the best
+    kernel's fraction of the roofline floor (None where not measured, e.g. on a CPU) and
+    whether a step of it added nothing."""
+
+    served: int
+    covered: bool
+    floor_fraction: float | None = None
+    stalled: bool = False  # some step of it added nothing
+
+    @property
+    def headroom(self) -> float:
+        """1 - the fraction of the floor reached, within [MIN_HEADROOM, 1]; 1 where unknown."""
+        if self.floor_fraction is None:
+            return 1.0
+        return min(1.0, max(MIN_HEADROOM, 1.0 - float(self.floor_fraction)))
+
+    def priority(self) -> tuple[int, float]:
+        """Lower goes first: (0, steps) for a task still after its first kernel, else
+        (1, steps weighed by the headroom left)."""
+        if not self.covered and not self.stalled and self.served < FIRST_KERNEL_STEPS:
+            return (0, float(self.served))
+        return (1, self.served / self.headroom)
+
+
+def next_task(order: Sequence[str], standings: Mapping[str, TaskStanding]) -> str | None:
+    """The task of `order` to step next (None when `order` is empty)."""
+    if not order:
+        return None
+    return min(order, key=lambda task_id: standings[task_id].priority())
