@@ -29,6 +29,10 @@ launch-bound and the back-to-back time per call is the measurement (`launch_boun
 True). A device-bound call's back-to-back time is its event time (or less, with the L2
 warm), so the rule changes nothing there.
 
+Before the warm-up, the timed process waits until no other process's work is left on the
+device (foundry.evaluate.device_quiet: work a stopped worker had queued runs on, and the GPU
+time-slices between contexts); how long it waited is recorded with the timing.
+
 The TF32 policy is applied explicitly (never left to torch's defaults) and recorded.
 """
 
@@ -41,6 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
 from foundry.config_keys import checked_keys
+from foundry.evaluate.device_quiet import QuietWait, wait_for_quiet_device
 
 TF32_POLICIES = ("off", "on", "torch-default")
 _flush_buffers: dict = {}
@@ -74,6 +79,9 @@ class GpuTimingConfig:
     launch_cover_us: float = 200.0  # GPU spin queued before the start event (0: none)
     back_to_back_ms: float = 5.0  # how long the launch-bound check runs the call back to back (0: no check)
     launch_bound_ratio: float = 1.1  # back to back slower per call than this x the events: the host bounds it
+    quiet_threshold_us: float = 250.0  # a probe kernel slower than this: another context holds the device
+    quiet_window_ms: float = 5.0  # the device is quiet once every probe of this long a window was fast
+    quiet_cap_ms: float = 2000.0  # the longest wait for a quiet device (0: no wait)
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None) -> "GpuTimingConfig":
@@ -108,6 +116,9 @@ class GpuTiming:
     launch_cover_cycles: int = 0
     back_to_back_ms: float = 0.0  # per call, run back to back unsynchronised (0: not measured)
     launch_bound: bool = False  # the host bounds the call: median_ms is the back-to-back time
+    quiet_wait_ms: float = 0.0  # the wait for other processes' work to leave the device, before the warm-up
+    quiet_slow_probes: int = 0  # probes of that wait that found the device held by another context
+    quiet: bool = True  # False: the wait reached its cap with the device still busy
     event_ms: tuple = ()  # per trial, in trial order
     host_ms: tuple = ()
 
@@ -241,6 +252,19 @@ def judged_time(*, event_ms: float, host_ms: float, host_check_ok: bool, back_to
     return event_ms, False
 
 
+def wait_until_quiet(config: GpuTimingConfig, *, clock: Callable[[], int]) -> QuietWait:
+    """Probe the device (a one-cycle spin, launched and waited for) until no other
+    context's work is on it, within `config.quiet_cap_ms` (0, or no spin kernel: no wait)."""
+    if config.quiet_cap_ms <= 0 or _sleep is None:
+        return QuietWait(waited_ms=0.0, probes=0, slow_probes=0, slowest_probe_us=0.0, quiet=True)
+
+    def probe() -> None:
+        _sleep(1)
+        _sync()
+    return wait_for_quiet_device(probe, clock=clock, threshold_us=config.quiet_threshold_us,
+                                 window_ms=config.quiet_window_ms, cap_ms=config.quiet_cap_ms)
+
+
 def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfig(),
               device=None, clock: Callable[[], int] = time.perf_counter_ns,
               on_start: Callable[[], None] = lambda: None,
@@ -260,6 +284,7 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
     cover = sleep_cycles(config.launch_cover_us, device)
 
     _sync()
+    quiet = wait_until_quiet(config, clock=clock)
     warm = 0
     t_start = clock()
     while warm < config.min_warmup_runs or (clock() - t_start) / 1e6 < config.warmup_ms:
@@ -315,8 +340,8 @@ def time_cuda(fn: Callable[[], Any], *, config: GpuTimingConfig = GpuTimingConfi
         rel_ci=_median_ci(ev), trials=len(ev), warmup_runs=warm, host_check_ok=ok,
         l2_flush_bytes=0 if flush is None else flush.numel(), tf32=tf32,
         host_overhead_ms=overhead, launch_cover_cycles=cover, back_to_back_ms=per_call_back_to_back,
-        launch_bound=launch_bound,
-        event_ms=tuple(events), host_ms=tuple(hosts))
+        launch_bound=launch_bound, quiet_wait_ms=quiet.waited_ms, quiet_slow_probes=quiet.slow_probes,
+        quiet=quiet.quiet, event_ms=tuple(events), host_ms=tuple(hosts))
 
 
 def time_forward(call: Callable[[Sequence], Any], input_sets: Sequence[Sequence], *,

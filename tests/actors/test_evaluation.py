@@ -12,7 +12,7 @@ def test_tunable_candidates_are_tuned_with_the_evaluator(relu_task):
     src = copy_candidate_source(relu_task, 7)
     cand = Candidate.make(task_id=relu_task.task_id, source=src, backend="c", parent_ids=("p",))
     svc = EvaluationService(evaluator=FixedCostEvaluator(), device="cpu",
-                            tuning=tuner_config({"tune_budget": 8, "tune_exhaustive_max": 8}))
+                            tuning=tuner_config({"tune_budget": 8, "tune_exhaustive_max": 8, "tune_uncovered": True}))
     tuned, result = svc.run(relu_task, cand)
     assert svc.measurements >= 3  # UNROLL in [1, 2, 4]: every point measured (+ the best again)
     assert tuned.params.get("UNROLL") in (1, 2, 4) and tuned.parent_ids == ("p",)
@@ -42,7 +42,8 @@ def test_when_no_setting_is_correct_the_pair_stays_matched(relu_task):
             return dataclasses.replace(r, correct=False, stage=4, speedup_eager=None)
     src = copy_candidate_source(relu_task, 3)
     cand = Candidate.make(task_id=relu_task.task_id, source=src, backend="c")
-    svc = EvaluationService(evaluator=Wrong(), device="cpu", tuning=tuner_config({"tune_budget": 3}))
+    svc = EvaluationService(evaluator=Wrong(), device="cpu",
+                            tuning=tuner_config({"tune_budget": 3, "tune_uncovered": True}))
     out, result = svc.run(relu_task, cand)
     assert result.candidate_id == out.candidate_id and not result.correct
 
@@ -58,7 +59,7 @@ def test_a_tuned_result_carries_the_other_measurements_as_its_tuning_phase(relu_
     src = copy_candidate_source(relu_task, 2)
     cand = Candidate.make(task_id=relu_task.task_id, source=src, backend="c")
     svc = EvaluationService(evaluator=Phased(config={"cost_s": 0.01}), device="cpu",
-                            tuning=tuner_config({"tune_budget": 3, "tune_exhaustive_max": 3}))
+                            tuning=tuner_config({"tune_budget": 3, "tune_exhaustive_max": 3, "tune_uncovered": True}))
     _, result = svc.run(relu_task, cand)
     phases = result.metrics["phases"]
     assert phases["build"] == 0.004 and phases["trials"] == 0.006  # the returned measurement's own

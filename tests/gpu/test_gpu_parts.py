@@ -112,6 +112,45 @@ def test_cuda_timing_matches_do_bench_and_sees_side_streams():
     assert not h.host_check_ok and h.median_ms > 5 * t.median_ms
 
 
+BUSY_CHILD = r"""
+import sys, time, torch
+torch.cuda._sleep(1)  # the context exists
+torch.cuda.synchronize()
+print("ready", flush=True)
+sys.stdin.readline()
+for _ in range(40):  # about 1 s of queued device work, launched at once
+    torch.cuda._sleep(int(float(sys.argv[1]) * 25e6))
+torch.cuda.synchronize()
+"""
+
+
+def test_the_timing_waits_for_another_processs_queued_work_to_leave_the_device():
+    """Another process queues about a second of device work (as a worker stopped mid-trial
+    leaves it): the timing's quiet wait sees the device held, waits it out, and the matmul
+    timed after it runs at its idle time, not at the time-sliced one."""
+    import torch
+
+    from foundry.evaluate import cuda_timing as ct
+    a = torch.randn(4096, 4096, device="cuda")
+    b = torch.randn(4096, 4096, device="cuda")
+    idle = ct.time_cuda(lambda: torch.mm(a, b))
+    assert idle.quiet and idle.quiet_slow_probes == 0 and idle.quiet_wait_ms < 50, idle
+    ghz = torch.cuda.get_device_properties(0).clock_rate / 1e6  # clock_rate is in kHz
+    child = subprocess.Popen([sys.executable, "-c", BUSY_CHILD, str(ghz)], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        import time
+        time.sleep(0.05)  # its kernels are queued
+        busy = ct.time_cuda(lambda: torch.mm(a, b))
+    finally:
+        child.wait(timeout=60)
+    assert busy.quiet_slow_probes > 0 and busy.quiet_wait_ms > 100, busy
+    assert busy.quiet and busy.median_ms < 1.2 * idle.median_ms, (busy, idle)
+
+
 def test_a_launch_bound_call_is_judged_at_what_it_costs_back_to_back():
     """A callable that spends 80 us on the host before a ~30 us kernel (a slow Python
     binding): the launch cover hides the host from each trial, the back-to-back check does
