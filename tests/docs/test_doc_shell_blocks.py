@@ -1,12 +1,13 @@
 """The shell blocks of README.md, docs/ and the benchmarks' READMEs: each is marked, and
-each marked `run` (the ones that take under a minute) runs as written and exits 0. The
-others are reported as skipped, with the reason their marker gives."""
+each marked `run` (the ones that take under a minute) runs as written and exits 0, from a
+stand-in for the project root whose output folders are its own. The others are reported
+as skipped, with the reason their marker gives."""
 
 from __future__ import annotations
 
 import pytest
 
-from support.doc_blocks import ROOT, ShellBlock, all_blocks, run_block, shell_blocks
+from support.doc_blocks import ROOT, ShellBlock, all_blocks, run_block, scratch_project, shell_blocks
 
 BLOCK_TIMEOUT_S = 150  # a quick block takes under a minute alone; room for a loaded 2-core machine
 
@@ -35,7 +36,8 @@ def test_the_readme_keeps_its_two_commands_and_runs_quick_blocks():
 def test_shell_block(block: ShellBlock, tmp_path):
     if block.action != "run":
         pytest.skip(f"{block.name}: {block.reason or 'not marked'}")
-    done = run_block(block, cache_dir=tmp_path / "cache", timeout_s=BLOCK_TIMEOUT_S)
+    project = scratch_project(tmp_path / "project")
+    done = run_block(block, cwd=project, cache_dir=tmp_path / "cache", timeout_s=BLOCK_TIMEOUT_S)
     assert done.returncode == 0, (f"{block.name} exited {done.returncode}:\n{block.text}\n"
                                   f"stdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}")
 
@@ -47,9 +49,9 @@ def test_the_runner_fails_a_failing_block_and_finds_unmarked_ones(tmp_path):
     failing, unmarked, skipped = shell_blocks(page, root=tmp_path)
     assert (failing.action, unmarked.action, skipped.action) == ("run", "", "skip")
     assert skipped.reason == "needs a GPU" and failing.line == 4
-    done = run_block(failing, cache_dir=tmp_path / "cache", timeout_s=30, root=tmp_path)
+    done = run_block(failing, cwd=tmp_path, cache_dir=tmp_path / "cache", timeout_s=30)
     assert done.returncode == 1 and "never" not in done.stdout
     ok = ShellBlock(page="page.md", line=1, text='test -n "$FOUNDRY_CACHE_DIR" && python -c "print(6 * 7)"\n',
                     action="run", reason="")
-    done = run_block(ok, cache_dir=tmp_path / "cache", timeout_s=60, root=tmp_path)
+    done = run_block(ok, cwd=tmp_path, cache_dir=tmp_path / "cache", timeout_s=60)
     assert done.returncode == 0 and done.stdout.strip() == "42"

@@ -78,15 +78,28 @@ def all_blocks(root: Path = ROOT) -> list[ShellBlock]:
     return [b for p in pages(root) for b in shell_blocks(p, root)]
 
 
-def run_block(block: ShellBlock, *, cache_dir: Path, timeout_s: float,
-              root: Path = ROOT) -> subprocess.CompletedProcess:
-    """Run `block` with bash (-e, -u, pipefail) in the project root, `python` being this
-    interpreter, with its own cache root. Raises subprocess.TimeoutExpired past the
-    timeout."""
+# What a page's commands write (run and output folders) goes here, not into the checkout.
+OUTPUT_FOLDERS = frozenset({"runs", "outputs", "multirun"})
+
+
+def scratch_project(folder: Path, root: Path = ROOT) -> Path:
+    """`folder` made a stand-in for the project root: a link to each of the root's entries
+    but its output folders, so that a page's commands run as written from the root and
+    what they write stays in `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for entry in root.iterdir():
+        if entry.name not in OUTPUT_FOLDERS:
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def run_block(block: ShellBlock, *, cwd: Path, cache_dir: Path, timeout_s: float) -> subprocess.CompletedProcess:
+    """Run `block` with bash (-e, -u, pipefail) in `cwd`, `python` being this interpreter,
+    with its own cache root. Raises subprocess.TimeoutExpired past the timeout."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["FOUNDRY_CACHE_DIR"] = str(cache_dir)
-    return subprocess.run(["bash", "-euo", "pipefail", "-c", block.text], cwd=root, env=env,
+    return subprocess.run(["bash", "-euo", "pipefail", "-c", block.text], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=timeout_s, start_new_session=True)
 
 
