@@ -1,4 +1,4 @@
-"""benchmarks/cpu_malloc_faults.py runs end to end on a small suite task: one round under
+"""benchmarks/investigations/cpu_malloc_faults.py runs end to end on a small suite task: one round under
 each malloc setting, a timing of eager and of a candidate in each."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class ModelNew(nn.Module):
 def test_one_round_of_each_setting(tmp_path):
     candidate = tmp_path / "candidate.py"
     candidate.write_text(CANDIDATE)
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "cpu_malloc_faults.py"),
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "investigations" / "cpu_malloc_faults.py"),
                           str(ROOT / "benchmarks" / "suite" / "level1" / "08_ReLU.py"), str(candidate),
                           "--rounds", "1", "--repeats", "1"], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]

@@ -1,7 +1,7 @@
 """Which of the judge's worker settings slows a small bf16 GEMM (the judge times GPT-2's
 c_attn addmm at 0.25 ms; a plain process at 0.015-0.02 ms per call back to back)?
 
-    python benchmarks/bf16_gemm_env.py      # on a CUDA GPU
+    python benchmarks/investigations/bf16_gemm_env.py      # on a CUDA GPU
 
 Times the addmm with the judge's GPU timing in a fresh process per environment (as is;
 with the workers' CUBLAS_WORKSPACE_CONFIG; with that and TEARDOWN_CUPTI=1), each time
@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CODE = r'''
 import json, sys, torch

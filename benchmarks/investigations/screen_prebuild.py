@@ -1,7 +1,7 @@
 """A screen's wall time with its settings' kernels built ahead, several at once (the
 judge's `screen_prebuild_workers`), against built one after another in its loop (0).
 
-    python benchmarks/screen_prebuild.py --path DIR --only level1/66_ level1/46_
+    python benchmarks/investigations/screen_prebuild.py --path DIR --only level1/66_ level1/46_
         [--points 8] [--workers 8 0] [--profile full] [--out FILE]
 
 For each problem and each worker count, in a process of its own whose cache root (and
@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 

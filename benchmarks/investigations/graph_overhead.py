@@ -4,7 +4,7 @@ against `torch.fx.symbolic_trace`, for a host-bound and two device-bound models;
 kernels of eager and of the export graph by device time, so a difference can be placed on
 the host or on the device.
 
-    python benchmarks/graph_overhead.py [--device cuda|cpu] [--small] [--profile] [--cprofile]
+    python benchmarks/investigations/graph_overhead.py [--device cuda|cpu] [--small] [--profile] [--cprofile]
 
 `--small`: the MLP at width 16, batch 2 x 4 (a host-bound call on any machine), the
 convolution stack left out.
@@ -21,7 +21,7 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from foundry.extract.capture import capture  # noqa: E402
 

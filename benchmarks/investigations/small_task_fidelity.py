@@ -1,7 +1,7 @@
 """The judge's eager baseline of small, launch-scale GPU tasks against the same Model timed
 in the judge's own process.
 
-    python benchmarks/small_task_fidelity.py [--out DIR]     # on a CUDA GPU
+    python benchmarks/investigations/small_task_fidelity.py [--out DIR]     # on a CUDA GPU
 
 Writes four GPT-2-sized task files (a bf16 and an fp32 addmm of 2048 x 768 @ 768 x 2304; a
 bf16 and an fp32 tanh GELU of 2048 x 3072), asks an Evaluator for each task's eager
@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 ADDMM = '''import torch
 import torch.nn as nn

@@ -5,7 +5,7 @@ an idle GPU. For each task: its reference model and one input set at the chosen 
 timed by the judge's protocol (`time_cuda`, TF32 off) with all memory free, then with a
 ballast allocation that leaves only `--leave-gb` GiB free, each value in turn.
 
-    python benchmarks/eager_memory_pressure.py --path DIR [--level 2] [--only SUBSTR ...]
+    python benchmarks/investigations/eager_memory_pressure.py --path DIR [--level 2] [--only SUBSTR ...]
         [--leave-gb 8 2] [--compile] [--out rows.json]
 
 In-process and ad hoc: it tests a cause, the judge's figures come from the main job.
@@ -17,8 +17,11 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
-from task_args import add_task_arguments, selected_tasks
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/: task_args
+
+from task_args import add_task_arguments, selected_tasks  # noqa: E402
 
 
 def timed_ms(fn) -> float:

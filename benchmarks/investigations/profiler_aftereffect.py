@@ -1,7 +1,7 @@
 """Does one torch.profiler session slow the launches that come after it in the same process?
 
-    python benchmarks/profiler_aftereffect.py          # on a CUDA GPU
-    TEARDOWN_CUPTI=1 python benchmarks/profiler_aftereffect.py
+    python benchmarks/investigations/profiler_aftereffect.py          # on a CUDA GPU
+    TEARDOWN_CUPTI=1 python benchmarks/investigations/profiler_aftereffect.py
 
 Times a bf16 addmm (GPT-2 small's c_attn: 2048 x 768 @ 768 x 2304) and an fp32 add with the
 judge's GPU timing (`time_cuda`: event median, back-to-back time per call, and which one it
@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 
 def main() -> int:

@@ -4,7 +4,7 @@ settings, one thread) in a fresh process under glibc's default malloc and under 
 workers' settings (`foundry.evaluate.worker_env.CPU_MALLOC_POLICY`), rounds alternating the
 two. Per timing: the median ms per call of its blocks and the minor page faults per call.
 
-    python benchmarks/cpu_malloc_faults.py TASK_FILE [CANDIDATE_FILE] [--rounds 4] [--repeats 3]
+    python benchmarks/investigations/cpu_malloc_faults.py TASK_FILE [CANDIDATE_FILE] [--rounds 4] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from foundry.evaluate.worker_env import CPU_MALLOC_POLICY  # noqa: E402
