@@ -4,6 +4,7 @@ import shutil
 
 import pytest
 
+from browser_env import INSTALL_HINT, chromium_path
 from view_run import add_hostile_candidates, smoke_run
 
 
@@ -22,3 +23,22 @@ def run_copy(view_run_dir, tmp_path):
     copy = tmp_path / "run"
     shutil.copytree(run_dir, copy)
     return copy, hostile
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium (the system's) driven by Playwright; skips, saying why, without one."""
+    try:
+        from playwright.sync_api import Error, sync_playwright
+    except ImportError:
+        pytest.skip(f"Playwright is not installed: {INSTALL_HINT}")
+    path = chromium_path()
+    if path is None:
+        pytest.skip(f"no Chromium found: {INSTALL_HINT}")
+    with sync_playwright() as pw:
+        try:
+            chromium = pw.chromium.launch(executable_path=path, headless=True)
+        except Error as e:
+            pytest.skip(f"Chromium at {path} did not start ({str(e).splitlines()[0]}): {INSTALL_HINT}")
+        yield chromium
+        chromium.close()
