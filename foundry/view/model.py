@@ -13,8 +13,10 @@ and the run-wide panels (small, sent whole).
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -27,6 +29,7 @@ from foundry.view.jsonsafe import finite
 from foundry.view.panels import RunPanels, run_panels, watched_files
 from islands.records import fitness_of
 
+log = logging.getLogger("foundry.view")
 ROW_COLUMNS = ("eval_id", "seq", "task_id", "n", "t", "island", "strategy", "stage", "correct",
                "speedup_eager", "best_eager", "best_compile", "candidate_id")
 
@@ -211,13 +214,25 @@ def build_snapshot(run_dir: str | Path) -> Snapshot:
 
 
 class RunReader:
-    """A run directory's snapshot, rebuilt when a file it reads has changed (thread-safe)."""
+    """A run directory's snapshot, rebuilt when a file it reads has changed (thread-safe).
 
-    def __init__(self, run_dir: str | Path):
+    `snapshot()` never waits for a rebuild once there is a snapshot: it hands back the
+    last one and, when the run has changed, starts a rebuild in the background (so a page
+    load is not held up by the log being read again); rebuilds start at most once per
+    `gap_factor` times the last one's duration, so the server reads a large live log for
+    at most about 1 / gap_factor of its time. `snapshot(fresh=True)` reads the run now.
+    """
+
+    def __init__(self, run_dir: str | Path, *, gap_factor: float = 3.0):
         self.path = Path(run_dir).resolve()
-        self._lock = threading.Lock()
+        self.gap_factor = float(gap_factor)
+        self._lock = threading.Lock()  # guards the fields below
+        self._build_lock = threading.Lock()  # one build at a time
         self._signature: tuple | None = None
         self._snapshot: Snapshot | None = None
+        self._building = False
+        self._last_start = float("-inf")
+        self.last_build_s = 0.0
 
     def signature(self) -> tuple:
         """Name, size and modification time of every file the snapshot reads."""
@@ -231,10 +246,38 @@ class RunReader:
             out.append((f.name, st.st_size, st.st_mtime_ns))
         return tuple(out)
 
-    def snapshot(self) -> Snapshot:
+    def _build(self) -> Snapshot:
+        with self._build_lock:
+            sig = self.signature()  # taken first: a change during the build is seen next time
+            started = time.monotonic()
+            with self._lock:
+                self._last_start = started
+            snap = build_snapshot(self.path)
+            with self._lock:
+                self._snapshot, self._signature = snap, sig
+                self.last_build_s = time.monotonic() - started
+                self._building = False
+            return snap
+
+    def _build_in_background(self) -> None:
+        try:
+            self._build()
+        except Exception:  # noqa: BLE001 - a torn read of a live run: the next poll tries again
+            log.exception("reading %s failed; keeping the last snapshot", self.path)
+            with self._lock:
+                self._building = False
+
+    def snapshot(self, *, fresh: bool = False) -> Snapshot:
         with self._lock:
-            sig = self.signature()
-            if self._snapshot is None or sig != self._signature:
-                self._snapshot = build_snapshot(self.path)
-                self._signature = sig
-            return self._snapshot
+            current = self._snapshot
+        if fresh or current is None:
+            return self._build()
+        sig = self.signature()
+        with self._lock:
+            due = (sig != self._signature and not self._building
+                   and time.monotonic() - self._last_start >= self.gap_factor * self.last_build_s)
+            if due:
+                self._building = True
+        if due:
+            threading.Thread(target=self._build_in_background, name="foundry-view-read", daemon=True).start()
+        return current

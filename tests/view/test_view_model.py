@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from foundry.store import EvaluationLog, read_evaluations
 from foundry.store.summary import summarize
@@ -91,8 +92,13 @@ def test_the_reader_rebuilds_only_when_the_run_changed(run_copy):
     log = EvaluationLog(run_dir)
     log.append(record.candidate, record.result, evaluator="evaluator-0")
     log.close()
+    assert reader.snapshot() is first  # handed back at once; the changed run is read meanwhile
+    deadline = time.monotonic() + 60
+    while reader.snapshot() is first and time.monotonic() < deadline:
+        time.sleep(0.05)
     again = reader.snapshot()
     assert again is not first and len(again.records) == len(first.records) + 1
+    assert reader.snapshot(fresh=True).records == again.records
 
 
 def test_report_html_holds_everything_escaped(view_run_dir, tmp_path):
