@@ -18,21 +18,24 @@ per-phase seconds and tuning metrics. Then it starts the page's server on loopba
   for (`since=N`), the bytes of the answer that carried them (and of one that did not, while
   the server was still reading the changed log in the background), the time from the first
   poll to the page showing them, and how long the server's re-read took;
-- opening one kernel (its source, diff and verdict fetched and drawn).
+- opening one kernel (its source, diff and verdict fetched and drawn);
+- with `--report-html`: writing `report.html` for the run, its size, and opening it.
 
-    python benchmarks/view_load.py [--tasks 40] [--evaluations 5000] [--json]
+    python benchmarks/view_load.py [--tasks 40] [--evaluations 5000] [--report-html] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import random
 import shutil
 import sys
 import tempfile
 import time
+from importlib import metadata
 from pathlib import Path
 
 from foundry.store import EvaluationLog, RunDir
@@ -216,6 +219,19 @@ def measure(args) -> dict:
             page.click("section.task button.lineage-link")
             page.wait_for_selector("#kernel[data-loaded]", timeout=60_000)
             out["open_kernel_s"] = round(time.perf_counter() - t0, 3)
+            if args.report_html:
+                from foundry.view.report_html import write_report_html
+                t0 = time.perf_counter()
+                html_path = write_report_html(run_path, workdir / "report.html")
+                out["report_html_write_s"] = round(time.perf_counter() - t0, 2)
+                out["report_html_mb"] = round(html_path.stat().st_size / 1e6, 1)
+                opens = []
+                for _ in range(2):
+                    t0 = time.perf_counter()
+                    page.goto(html_path.as_uri(), timeout=120_000)
+                    page.wait_for_selector("body[data-ready='1']", timeout=120_000)
+                    opens.append(round(time.perf_counter() - t0, 3))
+                out["report_html_load_s"] = opens
             out["page_errors"] = errors
             browser.close()
     finally:
@@ -223,9 +239,21 @@ def measure(args) -> dict:
         server.server_close()
         if not args.out:
             shutil.rmtree(workdir, ignore_errors=True)
-    out["python"] = platform.python_version()
+    out["versions"] = {"python": platform.python_version(),
+                       **{name: metadata.version(name) for name in ("pyarrow", "pygments", "playwright")}}
+    out["cpu"] = f"{cpu_model()}, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at the end"
     out["platform"] = platform.platform()
     return out
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
 
 
 def main(argv=None) -> int:
@@ -238,6 +266,8 @@ def main(argv=None) -> int:
     p.add_argument("--repeats", type=int, default=3, help="page loads measured")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--chromium", default=shutil.which("chromium") or "chromium")
+    p.add_argument("--report-html", action="store_true",
+                   help="also write report.html for the run and time its opening")
     p.add_argument("--out", help="keep the run directory here (default: a temporary one, removed)")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)

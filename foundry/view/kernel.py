@@ -33,12 +33,12 @@ def _css_class(token_type) -> str:
 @functools.lru_cache(maxsize=2048)
 def highlight(source: str) -> tuple:
     """The source as a flat tuple (class, text, class, text, ...), adjacent tokens of one
-    class merged; class "" is plain text. Line ends come out as "\n" (the lexer's)."""
+    class (and whitespace) merged into one; class "" is plain text. Line ends come out as "\n" (the lexer's)."""
     head, tail = source[:SOURCE_LIMIT], source[SOURCE_LIMIT:]
     out: list[str] = []
     for token_type, text in PythonLexer(stripnl=False, ensurenl=False).get_tokens(head):
         cls = _css_class(token_type)
-        if out and out[-2] == cls:
+        if out and (out[-2] == cls or text.isspace()):  # whitespace shows the same in any class
             out[-1] += text
         else:
             out += [cls, text]

@@ -30,6 +30,7 @@ from foundry.view.panels import RunPanels, run_panels, watched_files
 from islands.records import fitness_of
 
 log = logging.getLogger("foundry.view")
+RECENT = 20  # the latest evaluations the page lists
 ROW_COLUMNS = ("eval_id", "seq", "task_id", "n", "t", "island", "strategy", "stage", "correct",
                "speedup_eager", "best_eager", "best_compile", "candidate_id")
 
@@ -100,11 +101,26 @@ class Snapshot:
         start = 0 if reset else since
         fresh = self.records[start:]
         touched = self.task_order if reset else tuple(dict.fromkeys(r.candidate.task_id for r in fresh))
-        return finite({"name": self.name, "total": len(self.records), "since": start, "reset": reset,
+        return finite({"name": self.name, "recent": RECENT, "total": len(self.records), "since": start, "reset": reset,
                        "columns": ROW_COLUMNS, "rows": self.rows[start:],
                        "task_order": self.task_order,
                        "tasks": [asdict(self.tasks[t]) for t in touched if t in self.tasks],
                        "means": self.means, "run": asdict(self.panels)})
+
+    def linked_eval_ids(self) -> set[str]:
+        """The evaluations the page links to (archive cells, lineage steps, the latest
+        RECENT), and the first parent of each."""
+        ids = {r[0] for r in self.rows[-RECENT:]}
+        for view in self.tasks.values():
+            ids.update(c.eval_id for cells in view.archive.values() for c in cells)
+            ids.update(step.eval_id for step in view.lineage)
+        parents = set()
+        for eval_id in ids:
+            record = self.by_eval[eval_id]
+            parent = self.by_candidate.get(record.candidate.parent_ids[0]) if record.candidate.parent_ids else None
+            if parent is not None:
+                parents.add(parent.eval_id)
+        return ids | parents
 
 
 def _summary_figures(s: TaskSummary) -> dict:

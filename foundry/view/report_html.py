@@ -1,5 +1,8 @@
 """`report.html`: the page written once, with everything it shows inside it (the update a
-live page would fetch first and every kernel's panel), for a browser with no server."""
+live page would fetch first, and the panel of every kernel the page links to: archive
+cells, lineage steps, the latest evaluations, and each one's parent), for a browser with
+no server. Other evaluations' panels stay out, so the file grows with the archives rather
+than with the log (the live page serves every one)."""
 
 from __future__ import annotations
 
@@ -14,11 +17,13 @@ REPORT_HTML = "report.html"
 
 
 def static_data(run_dir: str | Path) -> dict:
-    """The page's data for `run_dir`: the whole update, each evaluation's kernel panel,
-    and each candidate's highlighted source once (panels of one candidate share it)."""
+    """The page's data for `run_dir`: the whole update, the kernel panels the page links
+    to, and each of their candidates' highlighted source once (panels of one candidate
+    share it)."""
     snap = build_snapshot(run_dir)
     details, sources = {}, {}
-    for record in snap.records:
+    linked = snap.linked_eval_ids()
+    for record in (r for r in snap.records if r.eval_id in linked):
         detail = detail_json(record, snap.by_candidate)
         sources.setdefault(record.candidate.candidate_id, detail["tokens"])
         detail["tokens"] = None

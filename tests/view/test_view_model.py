@@ -101,10 +101,20 @@ def test_the_reader_rebuilds_only_when_the_run_changed(run_copy):
     assert reader.snapshot(fresh=True).records == again.records
 
 
-def test_report_html_holds_everything_escaped(view_run_dir, tmp_path):
+def test_report_html_holds_the_linked_kernels_escaped(view_run_dir, tmp_path):
     run_dir, hostile = view_run_dir
     out = write_report_html(run_dir, tmp_path / "report.html")
     text = out.read_text()
     assert SCRIPT_PAYLOAD not in text and ERROR_PAYLOAD not in text
     assert text.count("<script") == 3  # the config, the data, the page's own script
     assert hostile["script"] in text and "http://" not in text.replace("http://www.w3.org/2000/svg", "")
+    data = json.loads(text.split('id="kf-data">', 1)[1].split("</script>", 1)[0])
+    snap = build_snapshot(run_dir)
+    linked = snap.linked_eval_ids()
+    assert set(data["details"]) == linked and len(data["update"]["rows"]) == len(snap.records)
+    for view in snap.tasks.values():  # every kernel the page links to is in the file
+        assert {s.eval_id for s in view.lineage} <= linked
+        assert {c.eval_id for cells in view.archive.values() for c in cells} <= linked
+    assert data["details"][hostile["script"]]["tokens"] is None  # its source is kept once, by candidate
+    assert "".join(data["sources"][snap.by_eval[hostile["script"]].candidate.candidate_id][1::2]).endswith(
+        SCRIPT_PAYLOAD + "\n")

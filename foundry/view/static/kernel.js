@@ -5,7 +5,8 @@
 async function kernelDetail(evalId) {
   if (state.details) {
     const d = state.details[evalId];
-    if (!d) throw new Error(`no evaluation ${evalId} in this report`);
+    if (!d) throw new Error(`evaluation ${evalId} is not kept in this report.html (it keeps the kernels ` +
+      "the page links to, and their parents; the live page, python -m foundry.view RUN_DIR, serves every one)");
     return Object.assign({}, d, { tokens: d.tokens || state.sources[d.candidate.candidate_id] || [] });
   }
   const response = await fetch(`api/kernel?id=${encodeURIComponent(evalId)}`, { cache: "no-store" });

@@ -59,7 +59,7 @@ function apply(update) {
       [row[c.n], row[c.t], row[c.best_eager], row[c.best_compile]]);
   }
   for (const t of update.tasks) state.tasks[t.task_id] = t;
-  Object.assign(state, { name: update.name, total: update.total, order: update.task_order,
+  Object.assign(state, { name: update.name, recent: update.recent, total: update.total, order: update.task_order,
     means: update.means, run: update.run });
   render(update.reset ? null : new Set(update.tasks.map((t) => t.task_id)));
 }
@@ -145,6 +145,9 @@ function taskSection(id) {
       stepChart(overN, { title: "best speedup over evaluations", xLabel: "evaluations of the task" }),
       stepChart(overT, { title: "best speedup over time", xLabel: "minutes since the run's first evaluation" })),
     el("div", { class: "archives" }, Object.entries(t.archive).map(([island, cells]) => archiveGrid(island, cells, t))),
+    Object.keys(t.archive).length ? el("p", { class: "note" }, "Archive cells: each island's best evaluation per " +
+      "memory × compute level (over the parallelism axis), its speedup vs eager; blue to yellow: slower to faster " +
+      "among the task's correct kernels; ✗: not correct. Click a cell for its kernel.") : null,
     lineage(t));
 }
 
@@ -191,7 +194,7 @@ function lineage(t) {
 
 function renderRecent() {
   const c = state.col;
-  const rows = state.rows.slice(-20).reverse().map((r) => [String(r[c.seq]), r[c.task_id], String(r[c.island]),
+  const rows = state.rows.slice(-state.recent).reverse().map((r) => [String(r[c.seq]), r[c.task_id], String(r[c.island]),
     r[c.strategy], r[c.stage], fx(r[c.speedup_eager]), openButton(r[c.eval_id], r[c.candidate_id])]);
   document.getElementById("recent").replaceChildren(el("h2", {}, "Latest evaluations"),
     table(["#", "task", "island", "strategy", "verdict", "vs eager", "kernel"], rows, "recent"));
