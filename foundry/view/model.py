@@ -13,6 +13,7 @@ and the run-wide panels (small, sent whole).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import threading
@@ -25,7 +26,7 @@ from foundry.store import RunDir, read_evaluations
 from foundry.store.evallog import EVAL_DIR, EvaluationRecord
 from foundry.store.summary import TaskSummary, geometric_means, summarize
 from foundry.types import Stage
-from foundry.view.jsonsafe import finite
+from foundry.view.jsonsafe import dumps, finite
 from foundry.view.panels import RunPanels, run_panels, watched_files
 from islands.records import fitness_of
 
@@ -106,6 +107,11 @@ class Snapshot:
                        "task_order": self.task_order,
                        "tasks": [asdict(self.tasks[t]) for t in touched if t in self.tasks],
                        "means": self.means, "run": asdict(self.panels)})
+
+    @functools.cached_property
+    def first_update_json(self) -> bytes:
+        """`update(0)` as JSON, made once per snapshot (every page load asks for it)."""
+        return dumps(self.update(0)).encode("utf-8")
 
     def linked_eval_ids(self) -> set[str]:
         """The evaluations the page links to (archive cells, lineage steps, the latest
@@ -269,6 +275,7 @@ class RunReader:
             with self._lock:
                 self._last_start = started
             snap = build_snapshot(self.path)
+            snap.first_update_json  # made here, not by the first page load that asks for it
             with self._lock:
                 self._snapshot, self._signature = snap, sig
                 self.last_build_s = time.monotonic() - started

@@ -113,7 +113,11 @@ class ViewHandler(BaseHTTPRequestHandler):
                 if not since.isdigit():
                     self._error(HTTPStatus.BAD_REQUEST, "since: expected a number of evaluations")
                     return
-                self._json(self.server.reader.snapshot().update(int(since)))
+                snap = self.server.reader.snapshot()
+                if int(since) == 0:
+                    self._send(HTTPStatus.OK, snap.first_update_json, "application/json; charset=utf-8")
+                else:
+                    self._json(snap.update(int(since)))
             elif url.path == "/api/kernel":
                 snap = self.server.reader.snapshot()
                 record = snap.by_eval.get(query.get("id", [""])[0])
