@@ -12,7 +12,8 @@ per-phase seconds and tuning metrics. Then it starts the page's server on loopba
 (Playwright; the system's Chromium) and measures:
 
 - load: from navigation to the page having drawn every task (its `data-ready`), wall time
-  and in the page's own clock, with the size of the one update it fetched;
+  and in the page's own clock (from its navigation), with when the one update it fetched
+  had arrived (same clock) and its size;
 - refresh: `--refresh` more evaluations recorded as a live run records them (one new
   part), then the page's poll run back to back until it shows them: what each poll asked
   for (`since=N`), the bytes of the answer that carried them (and of one that did not, while
@@ -185,16 +186,20 @@ def measure(args) -> dict:
             page.on("pageerror", lambda e: errors.append(str(e)))
             sizes_all: list[tuple[str, int]] = []
             page.on("response", lambda r: "/api/" in r.url and sizes_all.append((r.url.split("/api/")[1], len(r.body()))))
-            loads, in_page = [], []
+            loads, in_page, fetched = [], [], []
             for _ in range(args.repeats):
                 t0 = time.perf_counter()
                 page.goto(server.url)
                 page.wait_for_selector("body[data-ready='1']", timeout=120_000)
                 loads.append(time.perf_counter() - t0)
                 in_page.append(page.evaluate("window.kfView.readyAt") / 1000)
+                fetched.append(page.evaluate(
+                    "performance.getEntriesByType('resource').filter(e => e.name.includes('api/update'))"
+                    ".map(e => e.responseEnd / 1000)[0]"))
             assert page.locator("section.task").count() == args.tasks, "not every task was drawn"
             out["load_s"] = [round(x, 3) for x in loads]
             out["load_in_page_s"] = [round(x, 3) for x in in_page]
+            out["load_update_received_s"] = [round(x, 3) for x in fetched]  # in the page's clock
             out["first_update_bytes"] = next((n for k, n in sizes_all if k == "update?since=0"), None)
             log = EvaluationLog(run_path, flush_rows=10**9, flush_s=1e9)
             append(log, random.Random(args.seed + 1), task_ids, args.refresh, args.islands, {})
