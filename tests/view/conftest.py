@@ -25,7 +25,7 @@ def run_copy(view_run_dir, tmp_path):
     return copy, hostile
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
     """Headless Chromium (the system's) driven by Playwright; skips, saying why, without one."""
     try:
