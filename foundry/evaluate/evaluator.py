@@ -25,6 +25,7 @@ from foundry.evaluate.backends import BackendSpec, get_backend
 from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_from, baseline_key
 from foundry.evaluate.compare import compare
 from foundry.evaluate.config import EvalConfig
+from foundry.evaluate.correctness import judge_outputs
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
@@ -41,8 +42,7 @@ from foundry.evaluate.task_setup import TaskSetup
 from foundry.evaluate.task_size import TaskTooLarge
 from foundry.evaluate.timing_report import analyze
 from foundry.evaluate.trial_inputs import trial_input_spec
-from foundry.evaluate.verdict import (Findings, check_consistency, check_input_use, check_probes, check_trials,
-                                      decode, torch_compute_violation)
+from foundry.evaluate.verdict import Findings, decode, torch_compute_violation
 from foundry.kernels import cache_dir
 from foundry.tasks.inputs import trial_plan
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, Stage, Task
@@ -259,7 +259,8 @@ class Evaluator:
         if degenerate.degenerate:
             f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
         with phases.measure("compare"):
-            self._judge_outputs(f, out, job, references, backend, ref_ops, atol=atol, rtol=rtol)
+            judge_outputs(f, out, job, references, launch_key=backend.launch_key,
+                          allow_torch_ops=self.config.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol)
         metrics = self._metrics(out, job, references)
         if "task_setup" in phases.seconds:  # this evaluation paid for the task's setup
             metrics["task_setup_parts_s"] = dict(self._setup.parts.get(task.source_hash, {}))
@@ -339,25 +340,6 @@ class Evaluator:
         f.errors.insert(0, text)
         return self._result(task, cand, t0, stage, flags=f.flags, error="\n".join(f.errors), **common)
 
-    def _judge_outputs(self, f: Findings, out: JobOutcome, job: Job, references: dict, backend: BackendSpec,
-                       ref_ops: frozenset, *, atol: float, rtol: float) -> None:
-        """Every trial's output against its reference, then the repeat, the probes and
-        the protocol: guard flags and the stage go into `f`."""
-        trials = {m.header.get("index"): m for m in out.of_kind("trial")}
-        check_trials(f, trials, references, job.trials, atol=atol, rtol=rtol, launch_key=backend.launch_key,
-                     allow_torch_ops=self.config.allow_torch_ops, reference_ops=ref_ops)
-        repeat = out.of_kind("repeat")
-        try:
-            rep = decode(repeat[0]) if repeat else None
-        except protocol.ProtocolError as e:
-            f.flag("protocol_violation", str(e))
-            rep = None
-        check_consistency(f, references, rep, job.main_trials, atol=atol, rtol=rtol)
-        check_input_use(f, references, job.trials, [(p, job.base_of(p)) for p in job.paired_trials])
-        check_probes(f, out.probes)
-        if out.protocol_error:
-            f.flag("protocol_violation", out.protocol_error)
-
     def _score(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
                spread: float | None, metrics: dict, result_kw: dict, phases: PhaseTimes):
         """Speedups against the task's baselines; a suspiciously large one is measured
@@ -435,7 +417,8 @@ class Evaluator:
         refs = self._reference_outputs(task, job, range(len(job.trials)))
         g = Findings()
         atol, rtol = self._tolerance(task)
-        self._judge_outputs(g, out, job, refs, backend, ref_ops, atol=atol, rtol=rtol)
+        judge_outputs(g, out, job, refs, launch_key=backend.launch_key, allow_torch_ops=cfg.allow_torch_ops,
+                      reference_ops=ref_ops, atol=atol, rtol=rtol)
         again, again_spread = self._check_timing(g, out, timing_msgs[0], refs, job, metrics,
                                                  atol=atol, rtol=rtol, task=task)
         if g.stage != Stage.CORRECT or g.flags:
