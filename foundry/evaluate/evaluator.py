@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import importlib
-import re
 import secrets
 import threading
 import time
@@ -42,6 +41,7 @@ from foundry.evaluate.task_setup import TaskSetup
 from foundry.evaluate.task_size import TaskTooLarge
 from foundry.evaluate.timing_report import analyze
 from foundry.evaluate.trial_inputs import trial_input_spec
+from foundry.evaluate.triage import triage
 from foundry.evaluate.verdict import Findings, decode, torch_compute_violation
 from foundry.kernels import cache_dir
 from foundry.tasks.inputs import trial_plan
@@ -49,7 +49,6 @@ from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, 
 
 log = logging.getLogger(__name__)
 OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
-_ALLOC_FAILED = re.compile(r"can't allocate memory|MemoryError|Cannot allocate memory|std::bad_alloc")
 BASELINE_SEED = 20240601
 BASELINE_ERROR_KEPT = 1500  # characters of a failed baseline's error kept in a result's metrics (its end)
 
@@ -241,9 +240,9 @@ class Evaluator:
         phases.merge(worker_phases(out, ended_at=time.monotonic()))
         # the worker is dead now: only from here on do reference outputs exist
         common = {"compile_s": _compile_seconds(out), "metrics": {"worker_wall_s": out.wall_s}}
-        failed = self._triage(task, cand, t0, job, out, f, common)
+        failed = triage(out, job, f, memory_mb=self.config.memory_mb)
         if failed is not None:
-            return failed
+            return self._result(task, cand, t0, failed.stage, flags=failed.flags, error=failed.error, **common)
         with self.gate.shared():  # the judge's device work, never during another lane's timing
             return self._judge(task, job, out, backend, f, ref_ops, phases, common)
 
@@ -306,39 +305,6 @@ class Evaluator:
             return None, None, self._result(task, cand, t0, Stage.COMPILE,
                                             error="the candidate defines no class ModelNew")
         return backend, static, None
-
-    def _triage(self, task: Task, cand: Candidate, t0: float, job: Job, out: JobOutcome, f: Findings,
-                common: dict) -> EvalResult | None:
-        """The result of a job that failed before all its trials were reported (the task
-        itself, the build, or a trial), else None."""
-        cfg = self.config
-        errors = out.of_kind("error")
-        for m in errors:  # the worker's compile guard caught a compile at run time (compile_guard)
-            if m.header.get("flag") == "runtime_compile":
-                f.flag("runtime_compile", str(m.header.get("error", ""))[:500])
-        if errors and errors[0].header.get("stage") == "task":
-            return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",),
-                                error="the task failed in the worker:\n" + str(errors[0].header.get("error")),
-                                **common)
-        compiled = out.of_kind("compiled")
-        trials = {m.header.get("index") for m in out.of_kind("trial")}
-        if compiled and len(trials) >= len(job.trials):
-            return None
-        stage = Stage.COMPILE if not compiled else Stage.RUNTIME
-        if errors:
-            text = str(errors[0].header.get("error", ""))[-6000:]
-        else:
-            text = out.protocol_error or out.exit_text()
-            if out.protocol_error:
-                f.flag("protocol_violation", out.protocol_error)
-        if not out.memory_exceeded and _ALLOC_FAILED.search(text):
-            text += (f"\n(the worker's host-memory cap of {out.memory_cap_mb:.0f} MB: EvalConfig.memory_mb="
-                     f"{cfg.memory_mb}, raised for large tasks)")
-        log = out.log.strip()
-        if log:
-            text += "\n--- worker output (tail) ---\n" + log[-2000:]
-        f.errors.insert(0, text)
-        return self._result(task, cand, t0, stage, flags=f.flags, error="\n".join(f.errors), **common)
 
     def _score(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
                spread: float | None, metrics: dict, result_kw: dict, phases: PhaseTimes):
