@@ -19,10 +19,9 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator, Sequence
 
-from foundry.evaluate import isolation, protocol
+from foundry.evaluate import isolation
 from foundry.evaluate.backends import BackendSpec, get_backend
 from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_from, baseline_key
-from foundry.evaluate.compare import compare
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.correctness import judge_outputs
 from foundry.evaluate.device import get_device
@@ -39,10 +38,10 @@ from foundry.evaluate.secrets import Scrubber, truncate
 from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.task_setup import TaskSetup
 from foundry.evaluate.task_size import TaskTooLarge
-from foundry.evaluate.timing_report import analyze
+from foundry.evaluate.timed_runs import check_timed_runs
 from foundry.evaluate.trial_inputs import trial_input_spec
 from foundry.evaluate.triage import triage
-from foundry.evaluate.verdict import Findings, decode, torch_compute_violation
+from foundry.evaluate.verdict import Findings, torch_compute_violation
 from foundry.kernels import cache_dir
 from foundry.tasks.inputs import trial_plan
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, Stage, Task
@@ -272,8 +271,8 @@ class Evaluator:
                 f.lower(Stage.RUNTIME, "the worker ended before its timed runs finished: " + out.exit_text())
             else:
                 with phases.measure("timed_output_check"):
-                    runtime, spread = self._check_timing(f, out, timing_msgs[0], references, job, metrics,
-                                                         atol=atol, rtol=rtol, task=task)
+                    runtime, spread = check_timed_runs(f, out, timing_msgs[0], references, job, metrics,
+                                                       atol=atol, rtol=rtol, rescaled=self._rescaled(task, job))
         del references
         out.drop_tensors()  # judged: the received outputs go before the device is cleaned
         self._release_device_memory()  # inside this shared section: it runs now
@@ -326,41 +325,6 @@ class Evaluator:
                              speedup_compile=(b.compile_ms / runtime) if b.compile_ms and runtime else None)
         return runtime, spread
 
-    def _check_timing(self, f: Findings, out: JobOutcome, msg, references: dict, job: Job, metrics: dict, *,
-                      atol: float, rtol: float, task: Task):
-        starts = out.of_kind("timing_start")
-        ends = out.of_kind("timing_end")
-        verdict = analyze(msg.header, started_at=starts[0].at if starts else None,
-                          ended_at=ends[0].at if ends else msg.at)
-        if isinstance(msg.header.get("gpu"), dict):
-            metrics["gpu_timing"] = {k: v for k, v in msg.header["gpu"].items()
-                                     if isinstance(v, (int, float, str, bool, dict))}
-        metrics.update(verdict.metrics)
-        for name in verdict.flags:
-            f.flag(name, verdict.reason)
-        try:
-            last = decode(msg)
-        except protocol.ProtocolError as e:
-            f.flag("protocol_violation", str(e))
-            return None, None
-        sets = job.timing.sets
-        if not isinstance(last, list) or len(last) != len(sets):
-            f.flag("timed_output_mismatch", "the timed runs' outputs are missing")
-            return verdict.runtime_ms, verdict.spread
-        changes = msg.header.get("last_input_changes")
-        if not (isinstance(changes, list) and len(changes) == len(sets)
-                and all(type(n) is int and n >= 0 for n in changes)):
-            changes = [0] * len(sets)
-        for k, i in enumerate(sets):
-            # inputs scaled to 1/2 (odd changes) or 1/4 (even) before the last block
-            ref = references[i] if not changes[k] else self._reference_outputs(
-                task, job, [i], scale=0.5 if changes[k] % 2 else 0.25)[i]
-            c = compare(ref, last[k], atol=atol, rtol=rtol)
-            if not c.ok:
-                f.flag("timed_output_mismatch", f"output of a timed run on trial {i}'s inputs: {c.message}")
-                break
-        return verdict.runtime_ms, verdict.spread
-
     def _recheck(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
                  spread: float | None, metrics: dict):
         """A suspiciously large speedup: judge again in a fresh worker on new inputs, with
@@ -385,8 +349,8 @@ class Evaluator:
         atol, rtol = self._tolerance(task)
         judge_outputs(g, out, job, refs, launch_key=backend.launch_key, allow_torch_ops=cfg.allow_torch_ops,
                       reference_ops=ref_ops, atol=atol, rtol=rtol)
-        again, again_spread = self._check_timing(g, out, timing_msgs[0], refs, job, metrics,
-                                                 atol=atol, rtol=rtol, task=task)
+        again, again_spread = check_timed_runs(g, out, timing_msgs[0], refs, job, metrics,
+                                               atol=atol, rtol=rtol, rescaled=self._rescaled(task, job))
         if g.stage != Stage.CORRECT or g.flags:
             f.flag("recheck_failed", "the re-measurement failed: " + "; ".join(g.errors)[:500])
             return runtime, spread
@@ -409,6 +373,10 @@ class Evaluator:
             outputs[i] = self._reference.outputs(models[t.variant], task, overrides, trial_input_spec(t),
                                                  scale=scale)
         return outputs
+
+    def _rescaled(self, task: Task, job: Job):
+        """(trial index, scale) -> the reference output of that trial on its inputs times scale."""
+        return lambda i, scale: self._reference_outputs(task, job, [i], scale=scale)[i]
 
     def _tolerance(self, task: Task) -> tuple[float, float]:
         cfg = self.config
