@@ -27,10 +27,11 @@ from foundry.evaluate.correctness import judge_outputs
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
+from foundry.evaluate.job_metrics import compile_seconds, job_metrics
 from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
                                        timing_spec, trials_for, variants_for)
-from foundry.evaluate.phases import PhaseTimes, worker_phases, worker_start_parts
-from foundry.evaluate.reference import ReferenceRunner, output_dtype
+from foundry.evaluate.phases import PhaseTimes, worker_phases
+from foundry.evaluate.reference import ReferenceRunner
 from foundry.evaluate.sandbox import JobOutcome, run_job
 from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
 from foundry.evaluate.screening import ScreenCollector
@@ -238,7 +239,7 @@ class Evaluator:
                         reference_ops=ref_ops, task=task)
         phases.merge(worker_phases(out, ended_at=time.monotonic()))
         # the worker is dead now: only from here on do reference outputs exist
-        common = {"compile_s": _compile_seconds(out), "metrics": {"worker_wall_s": out.wall_s}}
+        common = {"compile_s": compile_seconds(out), "metrics": {"worker_wall_s": out.wall_s}}
         failed = triage(out, job, f, memory_mb=self.config.memory_mb)
         if failed is not None:
             return self._result(task, cand, t0, failed.stage, flags=failed.flags, error=failed.error, **common)
@@ -259,7 +260,7 @@ class Evaluator:
         with phases.measure("compare"):
             judge_outputs(f, out, job, references, launch_key=backend.launch_key,
                           allow_torch_ops=self.config.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol)
-        metrics = self._metrics(out, job, references)
+        metrics = job_metrics(out, job, references, transfer_note=self.transfer_note)
         if "task_setup" in phases.seconds:  # this evaluation paid for the task's setup
             metrics["task_setup_parts_s"] = dict(self._setup.parts.get(task.source_hash, {}))
         if degenerate.override:
@@ -466,29 +467,6 @@ class Evaluator:
         """Device memory one evaluation of `task` reserves on the gate (cuda only)."""
         return self._setup.evaluation_bytes(task) if self.config.device == "cuda" else 0
 
-    def _metrics(self, out: JobOutcome, job: Job, references: dict) -> dict:
-        metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(output_dtype(references[0])),
-                         "device_gate_s": {"waited": round(out.device_wait_s, 4), "stopped": round(out.stopped_s, 4)},
-                         "full_size_trials": len(job.main_trials), "trials_run": len(job.trials),
-                         "transfer_bytes": dict(out.transfer), "memory_cap_mb": out.memory_cap_mb,
-                         "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
-        if out.forked_ahead:
-            metrics["forked_ahead"] = True
-        if self.transfer_note:
-            metrics["transfer_note"] = self.transfer_note
-        if job.paired_trials:  # the differential check of inputs the output depends on within the tolerance
-            metrics["differential_inputs"] = [job.trials[p].redraw for p in job.paired_trials]
-        kernels = kernel_profile(out)
-        if kernels:
-            metrics["kernels"] = kernels
-        metrics["worker_start_parts_s"] = worker_start_parts(out)
-        repeat = out.of_kind("repeat")
-        parts = repeat[0].header.get("trial_parts") if repeat else None
-        if isinstance(parts, dict):  # the worker's own split of the "trials" phase (metrics only)
-            metrics["trial_parts_s"] = {str(k): round(float(v), 4) for k, v in parts.items()
-                                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        return metrics
-
     def _clean(self, text: str) -> str:
         return truncate(self._scrub(text or ""), self.config.max_error_chars)
 
@@ -602,20 +580,3 @@ def judge_out_of_memory(error: BaseException) -> bool:
     import torch
     oom = getattr(torch, "OutOfMemoryError", None)
     return (oom is not None and isinstance(error, oom)) or "CUDA out of memory" in str(error)
-
-
-def kernel_profile(out: JobOutcome) -> dict | None:
-    """The device profiler's view of the one trial it watched (CUDA): how many of the
-    candidate's own kernels ran, their share of device time, and each kernel's device time
-    and launches, slowest first; None where no trial was profiled (the CPU)."""
-    for m in out.of_kind("trial"):
-        profiled = m.header.get("profiled")
-        if isinstance(profiled, dict):
-            return {k: profiled[k] for k in ("own_kernels", "own_time_fraction", "kernel_times_us") if k in profiled}
-    return None
-
-
-def _compile_seconds(out: JobOutcome) -> float:
-    compiled = out.of_kind("compiled")
-    value = compiled[0].header.get("compile_s", 0.0) if compiled else 0.0
-    return float(value) if isinstance(value, (int, float)) else 0.0
