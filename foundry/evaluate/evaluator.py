@@ -16,8 +16,7 @@ import importlib
 import secrets
 import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 from foundry.evaluate import isolation
 from foundry.evaluate.backends import BackendSpec, get_backend
@@ -26,6 +25,7 @@ from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.correctness import judge_outputs
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
+from foundry.evaluate.device_memory import judge_out_of_memory, release, reserved
 from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
 from foundry.evaluate.job_metrics import compile_seconds, job_metrics
 from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
@@ -219,7 +219,7 @@ class Evaluator:
         except TaskTooLarge as e:
             return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error", TASK_TOO_LARGE), error=str(e))
         job = self._candidate_job(task, cand, backend, redraw=self._differential_inputs(task, phases))
-        with self._device_memory(task, phases):
+        with reserved(self.gate, self._device_bytes(task), phases):
             judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases)
         if isinstance(judged, EvalResult):  # it failed before its outputs could be judged
             return judged
@@ -452,17 +452,6 @@ class Evaluator:
                        # screens only: a trusted baseline job leaves the one waiting for them
                        standby=cfg.standby and untrusted)
 
-    @contextmanager
-    def _device_memory(self, task: Task, phases: PhaseTimes) -> Iterator[None]:
-        """This evaluation's reservation of device memory; a wait for other lanes' evaluations
-        to give theirs back is the phase "device_memory_wait"."""
-        started = time.monotonic()
-        with self.gate.memory(self._device_bytes(task)):
-            waited = time.monotonic() - started
-            if waited > 1e-3:
-                phases.add("device_memory_wait", waited)
-            yield
-
     def _device_bytes(self, task: Task) -> int:
         """Device memory one evaluation of `task` reserves on the gate (cuda only)."""
         return self._setup.evaluation_bytes(task) if self.config.device == "cuda" else 0
@@ -481,27 +470,8 @@ class Evaluator:
                           device=self.config.device, **kw)
 
     def _release_device_memory(self) -> None:
-        """cuda: the references and received outputs of this evaluation are garbage now;
-        overwrite the judge's free cached blocks (0xFF) and give them back to the driver, so
-        neither an old result nor the memory itself is left for the next worker. Device
-        work: it runs when the caller holds the gate's shared section or that is free at
-        once; else the blocks stay cached in this process, out of any worker's reach,
-        until a later release."""
-        if self.config.device != "cuda":
-            return
-        try:
-            import gc
-
-            import torch
-
-            from foundry.evaluate.cuda_device import poison_free_memory
-            gc.collect()
-            with self.gate.shared_if_free() as free:
-                if free:
-                    poison_free_memory()
-                    torch.cuda.empty_cache()
-        except Exception:  # noqa: BLE001 - housekeeping only
-            pass
+        if self.config.device == "cuda":
+            release(self.gate)
 
     # ---------------------------------------------------------------- once per task
     @property
@@ -572,11 +542,3 @@ def compiler_caches(*, trusted: bool) -> dict[str, str]:
         return {"TRITON_CACHE_DIR": str(cache_dir("triton"))}
     return {"TRITON_CACHE_DIR": str(cache_dir("baseline-triton")),
             "TORCHINDUCTOR_CACHE_DIR": str(cache_dir("baseline-inductor"))}
-
-
-def judge_out_of_memory(error: BaseException) -> bool:
-    """Whether `error`, raised in the judge's own process, is the device running out of
-    memory (torch's OutOfMemoryError, or the CUDA error text)."""
-    import torch
-    oom = getattr(torch, "OutOfMemoryError", None)
-    return (oom is not None and isinstance(error, oom)) or "CUDA out of memory" in str(error)
