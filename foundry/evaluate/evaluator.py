@@ -11,29 +11,28 @@ clocks) -> score (baselines, recheck).
 from __future__ import annotations
 
 import dataclasses
-import logging
 import importlib
+import logging
 import secrets
-import threading
 import time
 from typing import Any, Sequence
 
 from foundry.evaluate import isolation
 from foundry.evaluate.backends import BackendSpec, get_backend
-from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_from, baseline_key
+from foundry.evaluate.baseline_step import BaselineStep
+from foundry.evaluate.baselines import Baseline
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.correctness import judge_outputs
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.device_memory import judge_out_of_memory, release, reserved
-from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
+from foundry.evaluate.job import Job
 from foundry.evaluate.job_metrics import compile_seconds, job_metrics
-from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
-                                       timing_spec, trials_for, variants_for)
+from foundry.evaluate.job_plan import memory_caps
+from foundry.evaluate.jobs import candidate_job, compiler_caches, screen_job
 from foundry.evaluate.phases import PhaseTimes, worker_phases
 from foundry.evaluate.reference import ReferenceRunner
 from foundry.evaluate.sandbox import JobOutcome, run_job
-from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
 from foundry.evaluate.screening import ScreenCollector
 from foundry.evaluate.secrets import Scrubber, truncate
 from foundry.evaluate.static_checks import check_source
@@ -43,13 +42,11 @@ from foundry.evaluate.timed_runs import check_timed_runs
 from foundry.evaluate.trial_inputs import trial_input_spec
 from foundry.evaluate.triage import triage
 from foundry.evaluate.verdict import Findings, torch_compute_violation
-from foundry.kernels import cache_dir
-from foundry.tasks.inputs import trial_plan
+from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, Stage, Task
 
 log = logging.getLogger(__name__)
 OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
-BASELINE_SEED = 20240601
 BASELINE_ERROR_KEPT = 1500  # characters of a failed baseline's error kept in a result's metrics (its end)
 
 
@@ -81,9 +78,10 @@ class Evaluator:
                 self.transfer_note = f"CUDA IPC unavailable ({type(e).__name__}: {e}); outputs via the host"
         self._scrub = Scrubber.from_environ(self.config.secret_env_names)
         self._reference = ReferenceRunner(self.device)
-        self._baselines = BaselineCache(self.config.baseline_cache_dir)
         self._setup = TaskSetup(config=self.config, reference=self._reference, gate=self.gate)
         self.hardware = self.device.hardware_id(self.config.threads)
+        self._baselines = BaselineStep(config=self.config, hardware=self.hardware, gate=self.gate,
+                                       clean=self._clean)
         self.isolated = self.config.isolation != "none" and isolation.available()
         if self.config.isolation == "required" and not self.isolated:
             raise RuntimeError("EvalConfig.isolation='required' but this process may not create "
@@ -156,13 +154,7 @@ class Evaluator:
                     ref_ops: frozenset) -> tuple[ScreenedPoint, ...]:
         cfg = self.config
         base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
-        trial = trial_plan(1, base)[0]
-        trials = (TrialSpec(trial.seed, trial.distribution, 0),)
-        job = Job(kind="screen", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
-                  variants=({},), init_seed=init_seed_for(base), trials=trials,
-                  timing=screen_timing(self._timing(trials, backend)),
-                  candidate=self._candidate_spec(candidate, backend), points=points,
-                  prebuild_workers=int(cfg.screen_prebuild_workers))
+        job = screen_job(task, candidate, backend, cfg, points=points, base=base)
         self._worker.ensure_preloaded(backend.preload)
         deadline = cfg.timeout_s * max(1.0, len(points) / 2)
         with self.gate.memory(self._setup.screen_bytes(task, points=len(points)) if cfg.device == "cuda" else 0):
@@ -194,7 +186,7 @@ class Evaluator:
         kernels one forward of each launched), cached on disk; with `measure` False, the
         cached record alone (None where there is none)."""
         if not measure:
-            return self._cached_baseline(self._baseline_key(task))
+            return self._baselines.cached(self._baselines.key(task))
         return self._baseline(task)
 
     def close(self) -> None:
@@ -384,32 +376,15 @@ class Evaluator:
         return (cfg.atol if cfg.atol is not None else task.atol,
                 cfg.rtol if cfg.rtol is not None else task.rtol)
 
-    def _task_spec(self, task: Task) -> TaskSpec:
-        return TaskSpec(task_id=task.task_id, path=task.path, source=task.source,
-                        overrides=dict(task.size_overrides))
-
-    def _candidate_spec(self, cand: Candidate, backend: BackendSpec) -> CandidateSpec:
-        return CandidateSpec(source=cand.source, backend=backend.name, params=dict(cand.params),
-                             launch_key=backend.launch_key, worker_setup=backend.worker_setup,
-                             record_ops=not self.config.allow_torch_ops)
-
-    def _timing(self, trials: tuple, backend: BackendSpec | None):
-        interpreter = backend is not None and backend.name == "triton" and self.config.device == "cpu"
-        return timing_spec(self.config, trials, interpreter=interpreter)
-
     def _candidate_job(self, task: Task, cand: Candidate, backend: BackendSpec, *, base: int | None = None,
                        redraw: tuple = ()) -> Job:
         """`redraw`: the task's differential inputs (one paired trial each)."""
         cfg = self.config
         if base is None:
             base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
-        large = is_large(self._setup.size_of(task), cfg)
-        trials = trials_for(task, cfg, large=large, base=base, redraw=redraw)
+        sizes = self._setup.size_of(task)
         self._worker.ensure_preloaded(backend.preload)
-        return Job(kind="candidate", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
-                   variants=variants_for(task, cfg, large=large), init_seed=init_seed_for(base),
-                   trials=trials, timing=self._timing(trials, backend),
-                   candidate=self._candidate_spec(cand, backend))
+        return candidate_job(task, cand, backend, cfg, sizes=sizes, base=base, redraw=redraw)
 
     def _differential_inputs(self, task: Task, phases: PhaseTimes | None = None) -> tuple[int, ...]:
         """The inputs of `task` its candidates' jobs redraw in a paired trial each: those
@@ -482,42 +457,8 @@ class Evaluator:
         return self._setup.reference_ops(task, phases)
 
     def _baseline(self, task: Task, phases: PhaseTimes | None = None) -> Baseline:
-        cfg = self.config
-        phases = phases or PhaseTimes()
-        key = self._baseline_key(task)
-        cached = self._cached_baseline(key)
-        if cached is not None:
-            return cached
-        try:
-            self._task_setup(task, phases)
-        except TaskTooLarge as e:
-            return Baseline(eager_ms=None, error=str(e))
-        trials = tuple(TrialSpec(s.seed, "standard", 0) for s in trial_plan(TIMING_SETS, BASELINE_SEED))
-        job = Job(kind="baseline", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
-                  variants=({},), init_seed=BASELINE_SEED, trials=trials, timing=self._timing(trials, None),
-                  compile_baseline=cfg.compile_baseline, compile_mode=cfg.compile_mode)
-        # one lane at a time per task; each timed part has the device to itself
-        with _BASELINE_LOCKS.setdefault(key, threading.Lock()), self.gate.memory(self._device_bytes(task)):
-            cached = self._cached_baseline(key)  # another lane may have measured it meanwhile
-            if cached is not None:
-                return cached
-            out = self._run(job, deadline_s=cfg.baseline_timeout_s, task=task)
-            b = baseline_from(out, phases)
-            b = dataclasses.replace(b, error=self._clean(b.error))
-            if b.eager_ms:
-                self._baselines.put(key, b)
-        return b
-
-    def _baseline_key(self, task: Task) -> str:
-        cfg = self.config
-        return baseline_key(task, device=cfg.device, hardware=self.hardware, threads=cfg.threads,
-                            compile_mode=cfg.compile_mode)
-
-    def _cached_baseline(self, key: str) -> Baseline | None:
-        cached = self._baselines.get(key)
-        if cached and cached.eager_ms and (cached.compile_ms or cached.error or not self.config.compile_baseline):
-            return cached
-        return None
+        return self._baselines.baseline(task, phases or PhaseTimes(), prepare=self._task_setup, run=self._run,
+                                        device_bytes=self._device_bytes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -529,16 +470,3 @@ class Judged:
     spread: float | None
     compile_s: float
 
-
-# per baseline key: lanes of one process measure a task's baselines one at a time
-_BASELINE_LOCKS: dict[str, threading.Lock] = {}
-
-
-def compiler_caches(*, trusted: bool) -> dict[str, str]:
-    """Persistent compiler caches for a job: candidates share Triton's cache among
-    themselves (a build cache they may write, keyed by what it builds); baselines
-    (torch.compile) use caches of their own that no candidate can write when isolated."""
-    if not trusted:
-        return {"TRITON_CACHE_DIR": str(cache_dir("triton"))}
-    return {"TRITON_CACHE_DIR": str(cache_dir("baseline-triton")),
-            "TORCHINDUCTOR_CACHE_DIR": str(cache_dir("baseline-inductor"))}
