@@ -18,7 +18,8 @@ import time
 from typing import Any, Sequence
 
 from foundry.evaluate import isolation
-from foundry.evaluate.backends import BackendSpec, get_backend
+from foundry.evaluate.admission import Refusal, admit_backend, static_refusal
+from foundry.evaluate.backends import BackendSpec
 from foundry.evaluate.baseline_step import BaselineStep
 from foundry.evaluate.baselines import Baseline
 from foundry.evaluate.config import EvalConfig
@@ -275,27 +276,16 @@ class Evaluator:
         """(backend, static check result, None) when the candidate may run here; else
         (None, None, its failed result)."""
         cfg = self.config
-        if not cand.source.strip():
-            return None, None, self._result(task, cand, t0, Stage.SYNTAX,
-                                            error=cand.note or "the candidate has no source")
-        try:
-            backend = get_backend(cand.backend)
-        except ValueError as e:
-            return None, None, self._result(task, cand, t0, Stage.SYNTAX, error=str(e))
-        devices = ("cpu", "cuda") if backend.name == "triton" else (backend.device,)
-        if cfg.device not in devices:
-            return None, None, self._result(task, cand, t0, Stage.COMPILE,
-                                            error=f"backend {backend.name!r} runs on {backend.device}, "
-                                                  f"this evaluator on {cfg.device}")
+        backend = admit_backend(cand, device=cfg.device)
+        if isinstance(backend, Refusal):
+            return None, None, self._result(task, cand, t0, backend.stage, error=backend.error)
         with phases.measure("static_checks"):
             static = check_source(cand.source, backend=backend, allow_torch_ops=cfg.allow_torch_ops,
                                   allow_precision_drop=cfg.allow_precision_drop, task_source=task.source,
                                   device_patterns=self.device.static_patterns())
-        if static.syntax_error:
-            return None, None, self._result(task, cand, t0, Stage.SYNTAX, error=static.syntax_error)
-        if "no_model_new" in static.flags:
-            return None, None, self._result(task, cand, t0, Stage.COMPILE,
-                                            error="the candidate defines no class ModelNew")
+        refused = static_refusal(static)
+        if refused is not None:
+            return None, None, self._result(task, cand, t0, refused.stage, error=refused.error)
         return backend, static, None
 
     def _score(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
