@@ -32,6 +32,7 @@ from foundry.evaluate.job_metrics import compile_seconds, job_metrics
 from foundry.evaluate.job_plan import memory_caps
 from foundry.evaluate.jobs import candidate_job, compiler_caches, screen_job
 from foundry.evaluate.phases import PhaseTimes, worker_phases
+from foundry.evaluate.recheck import judge_recheck
 from foundry.evaluate.reference import ReferenceRunner
 from foundry.evaluate.sandbox import JobOutcome, run_job
 from foundry.evaluate.screening import ScreenCollector
@@ -323,24 +324,11 @@ class Evaluator:
                      spread: float | None, metrics: dict, ref_ops: frozenset):
         cfg = self.config
         out = self._run(job, deadline_s=cfg.timeout_s, reference_ops=ref_ops, task=task)
-        timing_msgs = out.of_kind("timing")
-        if not timing_msgs or len(out.of_kind("trial")) < len(job.trials):
-            f.flag("recheck_failed", "the re-measurement of a large speedup did not complete: " + out.exit_text())
-            return runtime, spread
-        refs = self._reference_outputs(task, job, range(len(job.trials)))
-        g = Findings()
         atol, rtol = self._tolerance(task)
-        judge_outputs(g, out, job, refs, launch_key=backend.launch_key, allow_torch_ops=cfg.allow_torch_ops,
-                      reference_ops=ref_ops, atol=atol, rtol=rtol)
-        again, again_spread = check_timed_runs(g, out, timing_msgs[0], refs, job, metrics,
-                                               atol=atol, rtol=rtol, rescaled=self._rescaled(task, job))
-        if g.stage != Stage.CORRECT or g.flags:
-            f.flag("recheck_failed", "the re-measurement failed: " + "; ".join(g.errors)[:500])
-            return runtime, spread
-        metrics["recheck_runtime_ms"] = again
-        if again and again > runtime:
-            return again, again_spread
-        return runtime, spread
+        return judge_recheck(f, out, job, runtime=runtime, spread=spread, metrics=metrics,
+                             references=lambda: self._reference_outputs(task, job, range(len(job.trials))),
+                             rescaled=self._rescaled(task, job), launch_key=backend.launch_key,
+                             allow_torch_ops=cfg.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol)
 
     # ---------------------------------------------------------------- shared helpers
     def _reference_outputs(self, task: Task, job: Job, indices, *, scale: float = 1.0) -> dict[int, Any]:
