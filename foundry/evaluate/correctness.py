@@ -12,7 +12,8 @@ from __future__ import annotations
 from foundry.evaluate import protocol
 from foundry.evaluate.job import Job
 from foundry.evaluate.sandbox import JobOutcome
-from foundry.evaluate.verdict import Findings, check_consistency, check_input_use, check_probes, check_trials, decode
+from foundry.evaluate.verdict import (Findings, check_consistency, check_input_use, check_probes, check_trials, decode,
+                                      torch_compute_violation)
 
 
 def judge_outputs(f: Findings, out: JobOutcome, job: Job, references: dict, *, launch_key: str | None,
@@ -33,3 +34,18 @@ def judge_outputs(f: Findings, out: JobOutcome, job: Job, references: dict, *, l
     check_probes(f, out.probes)
     if out.protocol_error:
         f.flag("protocol_violation", out.protocol_error)
+
+
+def idle_reply(out: JobOutcome, *, stop_early: bool, strict: bool, reference_ops: frozenset) -> bytes:
+    """The judge's answer when a candidate job idles after its trials: b"s" (stop: a guard
+    already fired, `stop_early`, or a trial computed with torch, launched no kernel of its
+    own where `strict`, or changed its inputs) or b"g" (go on to the timed runs)."""
+    def bad_ops(h: dict) -> bool:
+        ops = h.get("torch_ops")
+        return bool(ops) and isinstance(ops, dict) and bool(
+            torch_compute_violation(set(map(str, ops)), set(reference_ops)))
+
+    if stop_early or any((strict and (bad_ops(m.header) or m.header.get("launches") == 0))
+                         or m.header.get("inputs_changed") for m in out.of_kind("trial")):
+        return b"s"
+    return b"g"

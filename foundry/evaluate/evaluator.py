@@ -23,7 +23,7 @@ from foundry.evaluate.backends import BackendSpec
 from foundry.evaluate.baseline_step import BaselineStep
 from foundry.evaluate.baselines import Baseline
 from foundry.evaluate.config import EvalConfig
-from foundry.evaluate.correctness import judge_outputs
+from foundry.evaluate.correctness import idle_reply, judge_outputs
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.device_memory import judge_out_of_memory, release, reserved
@@ -43,7 +43,7 @@ from foundry.evaluate.task_size import TaskTooLarge
 from foundry.evaluate.timed_runs import check_timed_runs
 from foundry.evaluate.trial_inputs import trial_input_spec
 from foundry.evaluate.triage import triage
-from foundry.evaluate.verdict import Findings, torch_compute_violation
+from foundry.evaluate.verdict import Findings
 from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, Stage, Task
 
@@ -379,17 +379,7 @@ class Evaluator:
         cap, max_bytes = memory_caps(cfg, self._setup.size_of(task), job)
 
         def on_idle(out: JobOutcome) -> bytes:
-            strict = not cfg.allow_torch_ops
-
-            def bad_ops(h: dict) -> bool:
-                ops = h.get("torch_ops")
-                return bool(ops) and isinstance(ops, dict) and bool(
-                    torch_compute_violation(set(map(str, ops)), set(reference_ops)))
-
-            if stop_early or any((strict and (bad_ops(m.header) or m.header.get("launches") == 0))
-                                 or m.header.get("inputs_changed") for m in out.of_kind("trial")):
-                return b"s"
-            return b"g"
+            return idle_reply(out, stop_early=stop_early, strict=not cfg.allow_torch_ops, reference_ops=reference_ops)
 
         untrusted = job.kind != "baseline"
         # a candidate's idles are probed for hidden work; a screen's (advisory) idles only
