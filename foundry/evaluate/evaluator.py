@@ -41,7 +41,6 @@ from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.task_setup import TaskSetup
 from foundry.evaluate.task_size import TaskTooLarge
 from foundry.evaluate.timed_runs import check_timed_runs
-from foundry.evaluate.trial_inputs import trial_input_spec
 from foundry.evaluate.triage import triage
 from foundry.evaluate.verdict import Findings
 from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
@@ -332,18 +331,7 @@ class Evaluator:
 
     # ---------------------------------------------------------------- shared helpers
     def _reference_outputs(self, task: Task, job: Job, indices, *, scale: float = 1.0) -> dict[int, Any]:
-        """The reference's outputs for the job's trials `indices` (one model per variant,
-        from the job's init seed), computed in the judge's own process."""
-        models: dict[int, Any] = {}
-        outputs: dict[int, Any] = {}
-        for i in indices:
-            t = job.trials[i]
-            overrides = job.variants[t.variant]
-            if t.variant not in models:
-                models[t.variant] = self._reference.model(task, overrides, job.init_seed)
-            outputs[i] = self._reference.outputs(models[t.variant], task, overrides, trial_input_spec(t),
-                                                 scale=scale)
-        return outputs
+        return self._reference.job_outputs(task, job, indices, scale=scale)
 
     def _rescaled(self, task: Task, job: Job):
         """(trial index, scale) -> the reference output of that trial on its inputs times scale."""
