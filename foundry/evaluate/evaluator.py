@@ -35,6 +35,7 @@ from foundry.evaluate.phases import PhaseTimes, worker_phases
 from foundry.evaluate.recheck import judge_recheck
 from foundry.evaluate.reference import ReferenceRunner
 from foundry.evaluate.sandbox import JobOutcome, run_job
+from foundry.evaluate.scoring import Judged, score
 from foundry.evaluate.screening import ScreenCollector
 from foundry.evaluate.secrets import Scrubber, truncate
 from foundry.evaluate.static_checks import check_source
@@ -48,7 +49,6 @@ from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, 
 
 log = logging.getLogger(__name__)
 OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
-BASELINE_ERROR_KEPT = 1500  # characters of a failed baseline's error kept in a result's metrics (its end)
 
 
 class Evaluator:
@@ -290,23 +290,10 @@ class Evaluator:
 
     def _score(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
                spread: float | None, metrics: dict, result_kw: dict, phases: PhaseTimes):
-        """Speedups against the task's baselines; a suspiciously large one is measured
-        again. Fills `result_kw`; returns the (possibly slower) runtime and spread."""
-        b = self._baseline(task, phases)
-        speedup = b.eager_ms / runtime if b.eager_ms else None
-        if speedup and speedup > self.config.speedup_recheck_threshold:
-            with phases.measure("recheck"):
-                runtime, spread = self._recheck(task, cand, backend, f, runtime, spread, metrics)
-            speedup = b.eager_ms / runtime if runtime else None
-        if b.error:  # a traceback's end says what failed
-            metrics["baseline_error"] = b.error[-BASELINE_ERROR_KEPT:]
-        if b.eager_kernels or b.compile_kernels:
-            metrics["baseline_kernels"] = {k: v for k, v in (("eager", b.eager_kernels),
-                                                             ("compile", b.compile_kernels)) if v}
-        if f.stage == Stage.CORRECT and not f.flags:
-            result_kw.update(eager_ms=b.eager_ms, compile_ms=b.compile_ms, speedup_eager=speedup,
-                             speedup_compile=(b.compile_ms / runtime) if b.compile_ms and runtime else None)
-        return runtime, spread
+        """Speedups against the task's baselines (scoring.score), rechecked where large."""
+        return score(f, self._baseline(task, phases), runtime, spread, metrics, result_kw, phases=phases,
+                     recheck_threshold=self.config.speedup_recheck_threshold,
+                     recheck=lambda r, s: self._recheck(task, cand, backend, f, r, s, metrics))
 
     def _recheck(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
                  spread: float | None, metrics: dict):
@@ -415,14 +402,3 @@ class Evaluator:
     def _baseline(self, task: Task, phases: PhaseTimes | None = None) -> Baseline:
         return self._baselines.baseline(task, phases or PhaseTimes(), prepare=self._task_setup, run=self._run,
                                         device_bytes=self._device_bytes)
-
-
-@dataclasses.dataclass(frozen=True)
-class Judged:
-    """A candidate's outputs judged (the findings are in its Findings): what scoring needs."""
-
-    metrics: dict
-    runtime_ms: float | None
-    spread: float | None
-    compile_s: float
-
