@@ -17,6 +17,8 @@ from typing import Iterator
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.phases import PhaseTimes
 
+OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
+
 
 @contextmanager
 def reserved(gate: DeviceGate, nbytes: int, phases: PhaseTimes) -> Iterator[None]:

@@ -1,18 +1,26 @@
 """The Evaluator: judges one candidate against one task (see the package docstring).
 
-One evaluation, as named steps (each timed into `metrics["phases"]`, see phases.py):
-admit (backend, device, static checks) -> task setup (first time: sizes, reference ops,
-degeneracy and its differential inputs, which the job's trials follow) -> run the
-candidate's job in the sandbox -> triage (build or runtime failure) -> reference outputs
--> judge outputs (comparison, guards, degeneracy) -> check timing (timed outputs,
-clocks) -> score (baselines, recheck).
+One evaluation, as named steps (each timed into `metrics["phases"]`, see phases.py), each
+in a module of its own; this class orchestrates them and owns what they share (the warm
+worker, the device gate, the task setup, the reference runner):
+
+- setup: admit (backend, device: admission.py; static checks: static_checks.py), then the
+  task's first-time setup (sizes, reference ops, degeneracy and its differential inputs,
+  which the job's trials follow: task_setup.py, degeneracy.py);
+- run: the candidate's job (jobs.py builds it, job_plan.py plans it) in the sandbox;
+- build: triage of a job that failed before its outputs (triage.py);
+- correctness: reference outputs (reference.py), then comparison and guards (correctness.py);
+- timing: the timed runs' outputs and clocks (timed_runs.py);
+- scoring: baselines (baseline_step.py) and speedups (scoring.py), a large one rechecked
+  (recheck.py);
+- profiling: the job's metrics and kernel profile (job_metrics.py).
+Screening (screen_step.py) is the same for every setting of a TUNABLE, in one job.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import logging
 import secrets
 import time
 from typing import Any, Sequence
@@ -26,17 +34,17 @@ from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.correctness import idle_reply, judge_outputs
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
-from foundry.evaluate.device_memory import judge_out_of_memory, release, reserved
+from foundry.evaluate.device_memory import OOM_RETRY_WAIT_S, judge_out_of_memory, release, reserved
 from foundry.evaluate.job import Job
 from foundry.evaluate.job_metrics import compile_seconds, job_metrics
 from foundry.evaluate.job_plan import memory_caps
-from foundry.evaluate.jobs import candidate_job, compiler_caches, screen_job
+from foundry.evaluate.jobs import candidate_job, compiler_caches
 from foundry.evaluate.phases import PhaseTimes, worker_phases
 from foundry.evaluate.recheck import judge_recheck
 from foundry.evaluate.reference import ReferenceRunner
 from foundry.evaluate.sandbox import JobOutcome, run_job
 from foundry.evaluate.scoring import Judged, score
-from foundry.evaluate.screening import ScreenCollector
+from foundry.evaluate.screen_step import ScreenStep, refused
 from foundry.evaluate.secrets import Scrubber, truncate
 from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.task_setup import TaskSetup
@@ -46,9 +54,6 @@ from foundry.evaluate.triage import triage
 from foundry.evaluate.verdict import Findings
 from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, Stage, Task
-
-log = logging.getLogger(__name__)
-OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
 
 
 class Evaluator:
@@ -83,6 +88,8 @@ class Evaluator:
         self.hardware = self.device.hardware_id(self.config.threads)
         self._baselines = BaselineStep(config=self.config, hardware=self.hardware, gate=self.gate,
                                        clean=self._clean)
+        self._screens = ScreenStep(config=self.config, gate=self.gate, setup=self._setup, worker=self._worker,
+                                   clean=self._clean, release=self._release_device_memory)
         self.isolated = self.config.isolation != "none" and isolation.available()
         if self.config.isolation == "required" and not self.isolated:
             raise RuntimeError("EvalConfig.isolation='required' but this process may not create "
@@ -131,51 +138,19 @@ class Evaluator:
             return ()
         backend, static, failed = self._admit(task, candidate, time.monotonic(), PhaseTimes())
         if failed is not None or static.flags:
-            why = failed.error if failed is not None else "; ".join(static.reasons.values())
-            return tuple(ScreenedPoint(p, False, None, why) for p in points)
+            return refused(points, failed.error if failed is not None else "; ".join(static.reasons.values()))
         try:
             ref_ops = self._task_setup(task)
         except TaskTooLarge as e:
-            return tuple(ScreenedPoint(p, False, None, str(e)) for p in points)
-        try:
-            try:
-                return self._screen_job(task, candidate, points, backend, ref_ops)
-            except Exception as e:  # noqa: BLE001 - as in evaluate: the judge's own out-of-memory, once
-                if not judge_out_of_memory(e):
-                    raise
-                self._release_device_memory()
-                self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
-                return self._screen_job(task, candidate, points, backend, ref_ops)
-        except Exception as e:  # noqa: BLE001 - a failed screen picks no finalist; the default is judged
-            log.warning("screen of %s on %s failed in the judge", candidate.candidate_id, task.task_id, exc_info=True)
-            why = f"the screen failed in the judge: {type(e).__name__}: {e}"[:500]
-            return tuple(ScreenedPoint(p, False, None, why) for p in points)
+            return refused(points, str(e))
+        return self._screens.guarded(lambda: self._screen_job(task, candidate, points, backend, ref_ops),
+                                     task=task, candidate=candidate, points=points)
 
     def _screen_job(self, task: Task, candidate: Candidate, points: tuple, backend: BackendSpec,
                     ref_ops: frozenset) -> tuple[ScreenedPoint, ...]:
-        cfg = self.config
-        base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
-        job = screen_job(task, candidate, backend, cfg, points=points, base=base)
-        self._worker.ensure_preloaded(backend.preload)
-        deadline = cfg.timeout_s * max(1.0, len(points) / 2)
-        with self.gate.memory(self._setup.screen_bytes(task, points=len(points)) if cfg.device == "cuda" else 0):
-            with self.gate.shared():
-                reference = self._reference_outputs(task, job, [0])[0]
-            atol, rtol = self._tolerance(task)
-            collector = ScreenCollector(points=points, reference=reference, atol=atol, rtol=rtol,
-                                        reference_ops=ref_ops, launch_key=backend.launch_key,
-                                        allow_torch_ops=cfg.allow_torch_ops)
-            out = self._run(job, deadline_s=deadline, task=task, on_message=collector.on_message)
-            del reference
-            collector.drop_reference()  # before the clean-up
-            out.drop_tensors()
-            with self.gate.shared():
-                self._release_device_memory()
-        job_error = "" if out.of_kind("done") else self._clean(out.exit_text())
-        errors = out.of_kind("error")
-        if errors:
-            job_error = self._clean(str(errors[0].header.get("error", "")))
-        return collector.results(job_error=job_error)
+        atol, rtol = self._tolerance(task)
+        return self._screens.screen(task, candidate, points, backend, ref_ops, atol=atol, rtol=rtol, run=self._run,
+                                    reference=lambda job: self._reference_outputs(task, job, [0])[0])
 
     def baselines(self, *, task: Task) -> tuple[float | None, float | None]:
         """(eager_ms, compile_ms) of the task's reference, cached on disk."""
