@@ -1,57 +1,59 @@
 """The Evaluator: judges one candidate against one task (see the package docstring).
 
-One evaluation, as named steps (each timed into `metrics["phases"]`, see phases.py):
-admit (backend, device, static checks) -> task setup (first time: sizes, reference ops,
-degeneracy and its differential inputs, which the job's trials follow) -> run the
-candidate's job in the sandbox -> triage (build or runtime failure) -> reference outputs
--> judge outputs (comparison, guards, degeneracy) -> check timing (timed outputs,
-clocks) -> score (baselines, recheck).
+One evaluation, as named steps (each timed into `metrics["phases"]`, see phases.py), each
+in a module of its own; this class orchestrates them and owns what they share (the warm
+worker, the device gate, the task setup, the reference runner):
+
+- setup: admit (backend, device: admission.py; static checks: static_checks.py), then the
+  task's first-time setup (sizes, reference ops, degeneracy and its differential inputs,
+  which the job's trials follow: task_setup.py, degeneracy.py);
+- run: the candidate's job (jobs.py builds it, job_plan.py plans it) in the sandbox;
+- build: triage of a job that failed before its outputs (triage.py);
+- correctness: reference outputs (reference.py), then comparison and guards (correctness.py);
+- timing: the timed runs' outputs and clocks (timed_runs.py);
+- scoring: baselines (baseline_step.py) and speedups (scoring.py), a large one rechecked
+  (recheck.py);
+- profiling: the job's metrics and kernel profile (job_metrics.py).
+Screening (screen_step.py) is the same for every setting of a TUNABLE, in one job.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import importlib
-import re
 import secrets
-import threading
 import time
-from contextlib import contextmanager
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
-from foundry.evaluate import isolation, protocol
-from foundry.evaluate.backends import BackendSpec, get_backend
-from foundry.evaluate.baselines import Baseline, BaselineCache, baseline_from, baseline_key
-from foundry.evaluate.compare import compare
+from foundry.evaluate import isolation
+from foundry.evaluate.admission import Refusal, admit_backend, static_refusal
+from foundry.evaluate.backends import BackendSpec
+from foundry.evaluate.baseline_step import BaselineStep
+from foundry.evaluate.baselines import Baseline
 from foundry.evaluate.config import EvalConfig
+from foundry.evaluate.correctness import idle_reply, judge_outputs
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
-from foundry.evaluate.job import CandidateSpec, Job, TaskSpec, TrialSpec
-from foundry.evaluate.job_plan import (TIMING_SETS, init_seed_for, is_large, memory_caps, screen_timing,
-                                       timing_spec, trials_for, variants_for)
-from foundry.evaluate.phases import PhaseTimes, worker_phases, worker_start_parts
-from foundry.evaluate.reference import ReferenceRunner, output_dtype
+from foundry.evaluate.device_memory import OOM_RETRY_WAIT_S, judge_out_of_memory, release, reserved
+from foundry.evaluate.job import Job
+from foundry.evaluate.job_metrics import compile_seconds, job_metrics
+from foundry.evaluate.job_plan import memory_caps
+from foundry.evaluate.jobs import candidate_job, compiler_caches
+from foundry.evaluate.phases import PhaseTimes, worker_phases
+from foundry.evaluate.recheck import judge_recheck
+from foundry.evaluate.reference import ReferenceRunner
 from foundry.evaluate.sandbox import JobOutcome, run_job
-from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
-from foundry.evaluate.screening import ScreenCollector
+from foundry.evaluate.scoring import Judged, score
+from foundry.evaluate.screen_step import ScreenStep, refused
 from foundry.evaluate.secrets import Scrubber, truncate
 from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.task_setup import TaskSetup
 from foundry.evaluate.task_size import TaskTooLarge
-from foundry.evaluate.timing_report import analyze
-from foundry.evaluate.trial_inputs import trial_input_spec
-from foundry.evaluate.verdict import (Findings, check_consistency, check_input_use, check_probes, check_trials,
-                                      decode, torch_compute_violation)
-from foundry.kernels import cache_dir
-from foundry.tasks.inputs import trial_plan
+from foundry.evaluate.timed_runs import check_timed_runs
+from foundry.evaluate.triage import triage
+from foundry.evaluate.verdict import Findings
+from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, Stage, Task
-
-log = logging.getLogger(__name__)
-OOM_RETRY_WAIT_S = 300.0  # the longest a retry after the judge's out-of-memory waits for other lanes
-_ALLOC_FAILED = re.compile(r"can't allocate memory|MemoryError|Cannot allocate memory|std::bad_alloc")
-BASELINE_SEED = 20240601
-BASELINE_ERROR_KEPT = 1500  # characters of a failed baseline's error kept in a result's metrics (its end)
 
 
 class Evaluator:
@@ -82,9 +84,12 @@ class Evaluator:
                 self.transfer_note = f"CUDA IPC unavailable ({type(e).__name__}: {e}); outputs via the host"
         self._scrub = Scrubber.from_environ(self.config.secret_env_names)
         self._reference = ReferenceRunner(self.device)
-        self._baselines = BaselineCache(self.config.baseline_cache_dir)
         self._setup = TaskSetup(config=self.config, reference=self._reference, gate=self.gate)
         self.hardware = self.device.hardware_id(self.config.threads)
+        self._baselines = BaselineStep(config=self.config, hardware=self.hardware, gate=self.gate,
+                                       clean=self._clean)
+        self._screens = ScreenStep(config=self.config, gate=self.gate, setup=self._setup, worker=self._worker,
+                                   clean=self._clean, release=self._release_device_memory)
         self.isolated = self.config.isolation != "none" and isolation.available()
         if self.config.isolation == "required" and not self.isolated:
             raise RuntimeError("EvalConfig.isolation='required' but this process may not create "
@@ -133,57 +138,19 @@ class Evaluator:
             return ()
         backend, static, failed = self._admit(task, candidate, time.monotonic(), PhaseTimes())
         if failed is not None or static.flags:
-            why = failed.error if failed is not None else "; ".join(static.reasons.values())
-            return tuple(ScreenedPoint(p, False, None, why) for p in points)
+            return refused(points, failed.error if failed is not None else "; ".join(static.reasons.values()))
         try:
             ref_ops = self._task_setup(task)
         except TaskTooLarge as e:
-            return tuple(ScreenedPoint(p, False, None, str(e)) for p in points)
-        try:
-            try:
-                return self._screen_job(task, candidate, points, backend, ref_ops)
-            except Exception as e:  # noqa: BLE001 - as in evaluate: the judge's own out-of-memory, once
-                if not judge_out_of_memory(e):
-                    raise
-                self._release_device_memory()
-                self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
-                return self._screen_job(task, candidate, points, backend, ref_ops)
-        except Exception as e:  # noqa: BLE001 - a failed screen picks no finalist; the default is judged
-            log.warning("screen of %s on %s failed in the judge", candidate.candidate_id, task.task_id, exc_info=True)
-            why = f"the screen failed in the judge: {type(e).__name__}: {e}"[:500]
-            return tuple(ScreenedPoint(p, False, None, why) for p in points)
+            return refused(points, str(e))
+        return self._screens.guarded(lambda: self._screen_job(task, candidate, points, backend, ref_ops),
+                                     task=task, candidate=candidate, points=points)
 
     def _screen_job(self, task: Task, candidate: Candidate, points: tuple, backend: BackendSpec,
                     ref_ops: frozenset) -> tuple[ScreenedPoint, ...]:
-        cfg = self.config
-        base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
-        trial = trial_plan(1, base)[0]
-        trials = (TrialSpec(trial.seed, trial.distribution, 0),)
-        job = Job(kind="screen", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
-                  variants=({},), init_seed=init_seed_for(base), trials=trials,
-                  timing=screen_timing(self._timing(trials, backend)),
-                  candidate=self._candidate_spec(candidate, backend), points=points,
-                  prebuild_workers=int(cfg.screen_prebuild_workers))
-        self._worker.ensure_preloaded(backend.preload)
-        deadline = cfg.timeout_s * max(1.0, len(points) / 2)
-        with self.gate.memory(self._setup.screen_bytes(task, points=len(points)) if cfg.device == "cuda" else 0):
-            with self.gate.shared():
-                reference = self._reference_outputs(task, job, [0])[0]
-            atol, rtol = self._tolerance(task)
-            collector = ScreenCollector(points=points, reference=reference, atol=atol, rtol=rtol,
-                                        reference_ops=ref_ops, launch_key=backend.launch_key,
-                                        allow_torch_ops=cfg.allow_torch_ops)
-            out = self._run(job, deadline_s=deadline, task=task, on_message=collector.on_message)
-            del reference
-            collector.drop_reference()  # before the clean-up
-            out.drop_tensors()
-            with self.gate.shared():
-                self._release_device_memory()
-        job_error = "" if out.of_kind("done") else self._clean(out.exit_text())
-        errors = out.of_kind("error")
-        if errors:
-            job_error = self._clean(str(errors[0].header.get("error", "")))
-        return collector.results(job_error=job_error)
+        atol, rtol = self._tolerance(task)
+        return self._screens.screen(task, candidate, points, backend, ref_ops, atol=atol, rtol=rtol, run=self._run,
+                                    reference=lambda job: self._reference_outputs(task, job, [0])[0])
 
     def baselines(self, *, task: Task) -> tuple[float | None, float | None]:
         """(eager_ms, compile_ms) of the task's reference, cached on disk."""
@@ -195,7 +162,7 @@ class Evaluator:
         kernels one forward of each launched), cached on disk; with `measure` False, the
         cached record alone (None where there is none)."""
         if not measure:
-            return self._cached_baseline(self._baseline_key(task))
+            return self._baselines.cached(self._baselines.key(task))
         return self._baseline(task)
 
     def close(self) -> None:
@@ -220,7 +187,7 @@ class Evaluator:
         except TaskTooLarge as e:
             return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error", TASK_TOO_LARGE), error=str(e))
         job = self._candidate_job(task, cand, backend, redraw=self._differential_inputs(task, phases))
-        with self._device_memory(task, phases):
+        with reserved(self.gate, self._device_bytes(task), phases):
             judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases)
         if isinstance(judged, EvalResult):  # it failed before its outputs could be judged
             return judged
@@ -240,10 +207,10 @@ class Evaluator:
                         reference_ops=ref_ops, task=task)
         phases.merge(worker_phases(out, ended_at=time.monotonic()))
         # the worker is dead now: only from here on do reference outputs exist
-        common = {"compile_s": _compile_seconds(out), "metrics": {"worker_wall_s": out.wall_s}}
-        failed = self._triage(task, cand, t0, job, out, f, common)
+        common = {"compile_s": compile_seconds(out), "metrics": {"worker_wall_s": out.wall_s}}
+        failed = triage(out, job, f, memory_mb=self.config.memory_mb)
         if failed is not None:
-            return failed
+            return self._result(task, cand, t0, failed.stage, flags=failed.flags, error=failed.error, **common)
         with self.gate.shared():  # the judge's device work, never during another lane's timing
             return self._judge(task, job, out, backend, f, ref_ops, phases, common)
 
@@ -259,8 +226,9 @@ class Evaluator:
         if degenerate.degenerate:
             f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
         with phases.measure("compare"):
-            self._judge_outputs(f, out, job, references, backend, ref_ops, atol=atol, rtol=rtol)
-        metrics = self._metrics(out, job, references)
+            judge_outputs(f, out, job, references, launch_key=backend.launch_key,
+                          allow_torch_ops=self.config.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol)
+        metrics = job_metrics(out, job, references, transfer_note=self.transfer_note)
         if "task_setup" in phases.seconds:  # this evaluation paid for the task's setup
             metrics["task_setup_parts_s"] = dict(self._setup.parts.get(task.source_hash, {}))
         if degenerate.override:
@@ -272,8 +240,8 @@ class Evaluator:
                 f.lower(Stage.RUNTIME, "the worker ended before its timed runs finished: " + out.exit_text())
             else:
                 with phases.measure("timed_output_check"):
-                    runtime, spread = self._check_timing(f, out, timing_msgs[0], references, job, metrics,
-                                                         atol=atol, rtol=rtol, task=task)
+                    runtime, spread = check_timed_runs(f, out, timing_msgs[0], references, job, metrics,
+                                                       atol=atol, rtol=rtol, rescaled=self._rescaled(task, job))
         del references
         out.drop_tensors()  # judged: the received outputs go before the device is cleaned
         self._release_device_memory()  # inside this shared section: it runs now
@@ -283,135 +251,24 @@ class Evaluator:
         """(backend, static check result, None) when the candidate may run here; else
         (None, None, its failed result)."""
         cfg = self.config
-        if not cand.source.strip():
-            return None, None, self._result(task, cand, t0, Stage.SYNTAX,
-                                            error=cand.note or "the candidate has no source")
-        try:
-            backend = get_backend(cand.backend)
-        except ValueError as e:
-            return None, None, self._result(task, cand, t0, Stage.SYNTAX, error=str(e))
-        devices = ("cpu", "cuda") if backend.name == "triton" else (backend.device,)
-        if cfg.device not in devices:
-            return None, None, self._result(task, cand, t0, Stage.COMPILE,
-                                            error=f"backend {backend.name!r} runs on {backend.device}, "
-                                                  f"this evaluator on {cfg.device}")
+        backend = admit_backend(cand, device=cfg.device)
+        if isinstance(backend, Refusal):
+            return None, None, self._result(task, cand, t0, backend.stage, error=backend.error)
         with phases.measure("static_checks"):
             static = check_source(cand.source, backend=backend, allow_torch_ops=cfg.allow_torch_ops,
                                   allow_precision_drop=cfg.allow_precision_drop, task_source=task.source,
                                   device_patterns=self.device.static_patterns())
-        if static.syntax_error:
-            return None, None, self._result(task, cand, t0, Stage.SYNTAX, error=static.syntax_error)
-        if "no_model_new" in static.flags:
-            return None, None, self._result(task, cand, t0, Stage.COMPILE,
-                                            error="the candidate defines no class ModelNew")
+        refused = static_refusal(static)
+        if refused is not None:
+            return None, None, self._result(task, cand, t0, refused.stage, error=refused.error)
         return backend, static, None
-
-    def _triage(self, task: Task, cand: Candidate, t0: float, job: Job, out: JobOutcome, f: Findings,
-                common: dict) -> EvalResult | None:
-        """The result of a job that failed before all its trials were reported (the task
-        itself, the build, or a trial), else None."""
-        cfg = self.config
-        errors = out.of_kind("error")
-        for m in errors:  # the worker's compile guard caught a compile at run time (compile_guard)
-            if m.header.get("flag") == "runtime_compile":
-                f.flag("runtime_compile", str(m.header.get("error", ""))[:500])
-        if errors and errors[0].header.get("stage") == "task":
-            return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error",),
-                                error="the task failed in the worker:\n" + str(errors[0].header.get("error")),
-                                **common)
-        compiled = out.of_kind("compiled")
-        trials = {m.header.get("index") for m in out.of_kind("trial")}
-        if compiled and len(trials) >= len(job.trials):
-            return None
-        stage = Stage.COMPILE if not compiled else Stage.RUNTIME
-        if errors:
-            text = str(errors[0].header.get("error", ""))[-6000:]
-        else:
-            text = out.protocol_error or out.exit_text()
-            if out.protocol_error:
-                f.flag("protocol_violation", out.protocol_error)
-        if not out.memory_exceeded and _ALLOC_FAILED.search(text):
-            text += (f"\n(the worker's host-memory cap of {out.memory_cap_mb:.0f} MB: EvalConfig.memory_mb="
-                     f"{cfg.memory_mb}, raised for large tasks)")
-        log = out.log.strip()
-        if log:
-            text += "\n--- worker output (tail) ---\n" + log[-2000:]
-        f.errors.insert(0, text)
-        return self._result(task, cand, t0, stage, flags=f.flags, error="\n".join(f.errors), **common)
-
-    def _judge_outputs(self, f: Findings, out: JobOutcome, job: Job, references: dict, backend: BackendSpec,
-                       ref_ops: frozenset, *, atol: float, rtol: float) -> None:
-        """Every trial's output against its reference, then the repeat, the probes and
-        the protocol: guard flags and the stage go into `f`."""
-        trials = {m.header.get("index"): m for m in out.of_kind("trial")}
-        check_trials(f, trials, references, job.trials, atol=atol, rtol=rtol, launch_key=backend.launch_key,
-                     allow_torch_ops=self.config.allow_torch_ops, reference_ops=ref_ops)
-        repeat = out.of_kind("repeat")
-        try:
-            rep = decode(repeat[0]) if repeat else None
-        except protocol.ProtocolError as e:
-            f.flag("protocol_violation", str(e))
-            rep = None
-        check_consistency(f, references, rep, job.main_trials, atol=atol, rtol=rtol)
-        check_input_use(f, references, job.trials, [(p, job.base_of(p)) for p in job.paired_trials])
-        check_probes(f, out.probes)
-        if out.protocol_error:
-            f.flag("protocol_violation", out.protocol_error)
 
     def _score(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
                spread: float | None, metrics: dict, result_kw: dict, phases: PhaseTimes):
-        """Speedups against the task's baselines; a suspiciously large one is measured
-        again. Fills `result_kw`; returns the (possibly slower) runtime and spread."""
-        b = self._baseline(task, phases)
-        speedup = b.eager_ms / runtime if b.eager_ms else None
-        if speedup and speedup > self.config.speedup_recheck_threshold:
-            with phases.measure("recheck"):
-                runtime, spread = self._recheck(task, cand, backend, f, runtime, spread, metrics)
-            speedup = b.eager_ms / runtime if runtime else None
-        if b.error:  # a traceback's end says what failed
-            metrics["baseline_error"] = b.error[-BASELINE_ERROR_KEPT:]
-        if b.eager_kernels or b.compile_kernels:
-            metrics["baseline_kernels"] = {k: v for k, v in (("eager", b.eager_kernels),
-                                                             ("compile", b.compile_kernels)) if v}
-        if f.stage == Stage.CORRECT and not f.flags:
-            result_kw.update(eager_ms=b.eager_ms, compile_ms=b.compile_ms, speedup_eager=speedup,
-                             speedup_compile=(b.compile_ms / runtime) if b.compile_ms and runtime else None)
-        return runtime, spread
-
-    def _check_timing(self, f: Findings, out: JobOutcome, msg, references: dict, job: Job, metrics: dict, *,
-                      atol: float, rtol: float, task: Task):
-        starts = out.of_kind("timing_start")
-        ends = out.of_kind("timing_end")
-        verdict = analyze(msg.header, started_at=starts[0].at if starts else None,
-                          ended_at=ends[0].at if ends else msg.at)
-        if isinstance(msg.header.get("gpu"), dict):
-            metrics["gpu_timing"] = {k: v for k, v in msg.header["gpu"].items()
-                                     if isinstance(v, (int, float, str, bool, dict))}
-        metrics.update(verdict.metrics)
-        for name in verdict.flags:
-            f.flag(name, verdict.reason)
-        try:
-            last = decode(msg)
-        except protocol.ProtocolError as e:
-            f.flag("protocol_violation", str(e))
-            return None, None
-        sets = job.timing.sets
-        if not isinstance(last, list) or len(last) != len(sets):
-            f.flag("timed_output_mismatch", "the timed runs' outputs are missing")
-            return verdict.runtime_ms, verdict.spread
-        changes = msg.header.get("last_input_changes")
-        if not (isinstance(changes, list) and len(changes) == len(sets)
-                and all(type(n) is int and n >= 0 for n in changes)):
-            changes = [0] * len(sets)
-        for k, i in enumerate(sets):
-            # inputs scaled to 1/2 (odd changes) or 1/4 (even) before the last block
-            ref = references[i] if not changes[k] else self._reference_outputs(
-                task, job, [i], scale=0.5 if changes[k] % 2 else 0.25)[i]
-            c = compare(ref, last[k], atol=atol, rtol=rtol)
-            if not c.ok:
-                f.flag("timed_output_mismatch", f"output of a timed run on trial {i}'s inputs: {c.message}")
-                break
-        return verdict.runtime_ms, verdict.spread
+        """Speedups against the task's baselines (scoring.score), rechecked where large."""
+        return score(f, self._baseline(task, phases), runtime, spread, metrics, result_kw, phases=phases,
+                     recheck_threshold=self.config.speedup_recheck_threshold,
+                     recheck=lambda r, s: self._recheck(task, cand, backend, f, r, s, metrics))
 
     def _recheck(self, task: Task, cand: Candidate, backend: BackendSpec, f: Findings, runtime: float,
                  spread: float | None, metrics: dict):
@@ -428,56 +285,24 @@ class Evaluator:
                      spread: float | None, metrics: dict, ref_ops: frozenset):
         cfg = self.config
         out = self._run(job, deadline_s=cfg.timeout_s, reference_ops=ref_ops, task=task)
-        timing_msgs = out.of_kind("timing")
-        if not timing_msgs or len(out.of_kind("trial")) < len(job.trials):
-            f.flag("recheck_failed", "the re-measurement of a large speedup did not complete: " + out.exit_text())
-            return runtime, spread
-        refs = self._reference_outputs(task, job, range(len(job.trials)))
-        g = Findings()
         atol, rtol = self._tolerance(task)
-        self._judge_outputs(g, out, job, refs, backend, ref_ops, atol=atol, rtol=rtol)
-        again, again_spread = self._check_timing(g, out, timing_msgs[0], refs, job, metrics,
-                                                 atol=atol, rtol=rtol, task=task)
-        if g.stage != Stage.CORRECT or g.flags:
-            f.flag("recheck_failed", "the re-measurement failed: " + "; ".join(g.errors)[:500])
-            return runtime, spread
-        metrics["recheck_runtime_ms"] = again
-        if again and again > runtime:
-            return again, again_spread
-        return runtime, spread
+        return judge_recheck(f, out, job, runtime=runtime, spread=spread, metrics=metrics,
+                             references=lambda: self._reference_outputs(task, job, range(len(job.trials))),
+                             rescaled=self._rescaled(task, job), launch_key=backend.launch_key,
+                             allow_torch_ops=cfg.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol)
 
     # ---------------------------------------------------------------- shared helpers
     def _reference_outputs(self, task: Task, job: Job, indices, *, scale: float = 1.0) -> dict[int, Any]:
-        """The reference's outputs for the job's trials `indices` (one model per variant,
-        from the job's init seed), computed in the judge's own process."""
-        models: dict[int, Any] = {}
-        outputs: dict[int, Any] = {}
-        for i in indices:
-            t = job.trials[i]
-            overrides = job.variants[t.variant]
-            if t.variant not in models:
-                models[t.variant] = self._reference.model(task, overrides, job.init_seed)
-            outputs[i] = self._reference.outputs(models[t.variant], task, overrides, trial_input_spec(t),
-                                                 scale=scale)
-        return outputs
+        return self._reference.job_outputs(task, job, indices, scale=scale)
+
+    def _rescaled(self, task: Task, job: Job):
+        """(trial index, scale) -> the reference output of that trial on its inputs times scale."""
+        return lambda i, scale: self._reference_outputs(task, job, [i], scale=scale)[i]
 
     def _tolerance(self, task: Task) -> tuple[float, float]:
         cfg = self.config
         return (cfg.atol if cfg.atol is not None else task.atol,
                 cfg.rtol if cfg.rtol is not None else task.rtol)
-
-    def _task_spec(self, task: Task) -> TaskSpec:
-        return TaskSpec(task_id=task.task_id, path=task.path, source=task.source,
-                        overrides=dict(task.size_overrides))
-
-    def _candidate_spec(self, cand: Candidate, backend: BackendSpec) -> CandidateSpec:
-        return CandidateSpec(source=cand.source, backend=backend.name, params=dict(cand.params),
-                             launch_key=backend.launch_key, worker_setup=backend.worker_setup,
-                             record_ops=not self.config.allow_torch_ops)
-
-    def _timing(self, trials: tuple, backend: BackendSpec | None):
-        interpreter = backend is not None and backend.name == "triton" and self.config.device == "cpu"
-        return timing_spec(self.config, trials, interpreter=interpreter)
 
     def _candidate_job(self, task: Task, cand: Candidate, backend: BackendSpec, *, base: int | None = None,
                        redraw: tuple = ()) -> Job:
@@ -485,13 +310,9 @@ class Evaluator:
         cfg = self.config
         if base is None:
             base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
-        large = is_large(self._setup.size_of(task), cfg)
-        trials = trials_for(task, cfg, large=large, base=base, redraw=redraw)
+        sizes = self._setup.size_of(task)
         self._worker.ensure_preloaded(backend.preload)
-        return Job(kind="candidate", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
-                   variants=variants_for(task, cfg, large=large), init_seed=init_seed_for(base),
-                   trials=trials, timing=self._timing(trials, backend),
-                   candidate=self._candidate_spec(cand, backend))
+        return candidate_job(task, cand, backend, cfg, sizes=sizes, base=base, redraw=redraw)
 
     def _differential_inputs(self, task: Task, phases: PhaseTimes | None = None) -> tuple[int, ...]:
         """The inputs of `task` its candidates' jobs redraw in a paired trial each: those
@@ -508,17 +329,7 @@ class Evaluator:
         cap, max_bytes = memory_caps(cfg, self._setup.size_of(task), job)
 
         def on_idle(out: JobOutcome) -> bytes:
-            strict = not cfg.allow_torch_ops
-
-            def bad_ops(h: dict) -> bool:
-                ops = h.get("torch_ops")
-                return bool(ops) and isinstance(ops, dict) and bool(
-                    torch_compute_violation(set(map(str, ops)), set(reference_ops)))
-
-            if stop_early or any((strict and (bad_ops(m.header) or m.header.get("launches") == 0))
-                                 or m.header.get("inputs_changed") for m in out.of_kind("trial")):
-                return b"s"
-            return b"g"
+            return idle_reply(out, stop_early=stop_early, strict=not cfg.allow_torch_ops, reference_ops=reference_ops)
 
         untrusted = job.kind != "baseline"
         # a candidate's idles are probed for hidden work; a screen's (advisory) idles only
@@ -534,43 +345,9 @@ class Evaluator:
                        # screens only: a trusted baseline job leaves the one waiting for them
                        standby=cfg.standby and untrusted)
 
-    @contextmanager
-    def _device_memory(self, task: Task, phases: PhaseTimes) -> Iterator[None]:
-        """This evaluation's reservation of device memory; a wait for other lanes' evaluations
-        to give theirs back is the phase "device_memory_wait"."""
-        started = time.monotonic()
-        with self.gate.memory(self._device_bytes(task)):
-            waited = time.monotonic() - started
-            if waited > 1e-3:
-                phases.add("device_memory_wait", waited)
-            yield
-
     def _device_bytes(self, task: Task) -> int:
         """Device memory one evaluation of `task` reserves on the gate (cuda only)."""
         return self._setup.evaluation_bytes(task) if self.config.device == "cuda" else 0
-
-    def _metrics(self, out: JobOutcome, job: Job, references: dict) -> dict:
-        metrics: dict = {"worker_wall_s": out.wall_s, "output_dtype": str(output_dtype(references[0])),
-                         "device_gate_s": {"waited": round(out.device_wait_s, 4), "stopped": round(out.stopped_s, 4)},
-                         "full_size_trials": len(job.main_trials), "trials_run": len(job.trials),
-                         "transfer_bytes": dict(out.transfer), "memory_cap_mb": out.memory_cap_mb,
-                         "worker_peak_rss_mb": round(out.peak_rss_mb, 1)}
-        if out.forked_ahead:
-            metrics["forked_ahead"] = True
-        if self.transfer_note:
-            metrics["transfer_note"] = self.transfer_note
-        if job.paired_trials:  # the differential check of inputs the output depends on within the tolerance
-            metrics["differential_inputs"] = [job.trials[p].redraw for p in job.paired_trials]
-        kernels = kernel_profile(out)
-        if kernels:
-            metrics["kernels"] = kernels
-        metrics["worker_start_parts_s"] = worker_start_parts(out)
-        repeat = out.of_kind("repeat")
-        parts = repeat[0].header.get("trial_parts") if repeat else None
-        if isinstance(parts, dict):  # the worker's own split of the "trials" phase (metrics only)
-            metrics["trial_parts_s"] = {str(k): round(float(v), 4) for k, v in parts.items()
-                                        if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        return metrics
 
     def _clean(self, text: str) -> str:
         return truncate(self._scrub(text or ""), self.config.max_error_chars)
@@ -586,27 +363,8 @@ class Evaluator:
                           device=self.config.device, **kw)
 
     def _release_device_memory(self) -> None:
-        """cuda: the references and received outputs of this evaluation are garbage now;
-        overwrite the judge's free cached blocks (0xFF) and give them back to the driver, so
-        neither an old result nor the memory itself is left for the next worker. Device
-        work: it runs when the caller holds the gate's shared section or that is free at
-        once; else the blocks stay cached in this process, out of any worker's reach,
-        until a later release."""
-        if self.config.device != "cuda":
-            return
-        try:
-            import gc
-
-            import torch
-
-            from foundry.evaluate.cuda_device import poison_free_memory
-            gc.collect()
-            with self.gate.shared_if_free() as free:
-                if free:
-                    poison_free_memory()
-                    torch.cuda.empty_cache()
-        except Exception:  # noqa: BLE001 - housekeeping only
-            pass
+        if self.config.device == "cuda":
+            release(self.gate)
 
     # ---------------------------------------------------------------- once per task
     @property
@@ -617,88 +375,5 @@ class Evaluator:
         return self._setup.reference_ops(task, phases)
 
     def _baseline(self, task: Task, phases: PhaseTimes | None = None) -> Baseline:
-        cfg = self.config
-        phases = phases or PhaseTimes()
-        key = self._baseline_key(task)
-        cached = self._cached_baseline(key)
-        if cached is not None:
-            return cached
-        try:
-            self._task_setup(task, phases)
-        except TaskTooLarge as e:
-            return Baseline(eager_ms=None, error=str(e))
-        trials = tuple(TrialSpec(s.seed, "standard", 0) for s in trial_plan(TIMING_SETS, BASELINE_SEED))
-        job = Job(kind="baseline", device=cfg.device, threads=cfg.threads, task=self._task_spec(task),
-                  variants=({},), init_seed=BASELINE_SEED, trials=trials, timing=self._timing(trials, None),
-                  compile_baseline=cfg.compile_baseline, compile_mode=cfg.compile_mode)
-        # one lane at a time per task; each timed part has the device to itself
-        with _BASELINE_LOCKS.setdefault(key, threading.Lock()), self.gate.memory(self._device_bytes(task)):
-            cached = self._cached_baseline(key)  # another lane may have measured it meanwhile
-            if cached is not None:
-                return cached
-            out = self._run(job, deadline_s=cfg.baseline_timeout_s, task=task)
-            b = baseline_from(out, phases)
-            b = dataclasses.replace(b, error=self._clean(b.error))
-            if b.eager_ms:
-                self._baselines.put(key, b)
-        return b
-
-    def _baseline_key(self, task: Task) -> str:
-        cfg = self.config
-        return baseline_key(task, device=cfg.device, hardware=self.hardware, threads=cfg.threads,
-                            compile_mode=cfg.compile_mode)
-
-    def _cached_baseline(self, key: str) -> Baseline | None:
-        cached = self._baselines.get(key)
-        if cached and cached.eager_ms and (cached.compile_ms or cached.error or not self.config.compile_baseline):
-            return cached
-        return None
-
-
-@dataclasses.dataclass(frozen=True)
-class Judged:
-    """A candidate's outputs judged (the findings are in its Findings): what scoring needs."""
-
-    metrics: dict
-    runtime_ms: float | None
-    spread: float | None
-    compile_s: float
-
-
-# per baseline key: lanes of one process measure a task's baselines one at a time
-_BASELINE_LOCKS: dict[str, threading.Lock] = {}
-
-
-def compiler_caches(*, trusted: bool) -> dict[str, str]:
-    """Persistent compiler caches for a job: candidates share Triton's cache among
-    themselves (a build cache they may write, keyed by what it builds); baselines
-    (torch.compile) use caches of their own that no candidate can write when isolated."""
-    if not trusted:
-        return {"TRITON_CACHE_DIR": str(cache_dir("triton"))}
-    return {"TRITON_CACHE_DIR": str(cache_dir("baseline-triton")),
-            "TORCHINDUCTOR_CACHE_DIR": str(cache_dir("baseline-inductor"))}
-
-
-def judge_out_of_memory(error: BaseException) -> bool:
-    """Whether `error`, raised in the judge's own process, is the device running out of
-    memory (torch's OutOfMemoryError, or the CUDA error text)."""
-    import torch
-    oom = getattr(torch, "OutOfMemoryError", None)
-    return (oom is not None and isinstance(error, oom)) or "CUDA out of memory" in str(error)
-
-
-def kernel_profile(out: JobOutcome) -> dict | None:
-    """The device profiler's view of the one trial it watched (CUDA): how many of the
-    candidate's own kernels ran, their share of device time, and each kernel's device time
-    and launches, slowest first; None where no trial was profiled (the CPU)."""
-    for m in out.of_kind("trial"):
-        profiled = m.header.get("profiled")
-        if isinstance(profiled, dict):
-            return {k: profiled[k] for k in ("own_kernels", "own_time_fraction", "kernel_times_us") if k in profiled}
-    return None
-
-
-def _compile_seconds(out: JobOutcome) -> float:
-    compiled = out.of_kind("compiled")
-    value = compiled[0].header.get("compile_s", 0.0) if compiled else 0.0
-    return float(value) if isinstance(value, (int, float)) else 0.0
+        return self._baselines.baseline(task, phases or PhaseTimes(), prepare=self._task_setup, run=self._run,
+                                        device_bytes=self._device_bytes)

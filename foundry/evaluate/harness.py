@@ -27,7 +27,7 @@ import torch  # noqa: E402
 from torch.utils._python_dispatch import TorchDispatchMode  # noqa: E402
 
 from foundry import kernels  # noqa: E402
-from foundry.evaluate import compile_guard, cpu_timing, protocol  # noqa: E402,F401 - loaded before any candidate
+from foundry.evaluate import compile_guard, cpu_timing, output_tree, protocol  # noqa: E402,F401 - loaded before any candidate
 from foundry.evaluate.device import get_device  # noqa: E402
 from foundry.evaluate.job import Job, TimingSpec  # noqa: E402
 from foundry.evaluate.movement_ops import MOVEMENT_OPS  # noqa: E402
@@ -237,7 +237,7 @@ class Worker:
                 return
             t1 = self.clock()
             tensors: list = []
-            tree = protocol.encode_tree(out, tensors)
+            tree = output_tree.encode_tree(out, tensors)
             changed = self.inputs_changed(i)
             tr["inputs"] = None  # checked: later runs regenerate inputs from the seed (at full size, GBs)
             t2 = self.clock()
@@ -253,7 +253,7 @@ class Worker:
             self.send({"kind": "error", "stage": "runtime", "trial": 0, "error": traceback.format_exc()})
             return
         tensors = []
-        self.send({"kind": "repeat", "index": 0, "tree": protocol.encode_tree(out, tensors), "trial_parts": parts},
+        self.send({"kind": "repeat", "index": 0, "tree": output_tree.encode_tree(out, tensors), "trial_parts": parts},
                   tensors)
         go = self.wait_go()
         if job.timing is not None and go:
@@ -304,7 +304,7 @@ class Worker:
         last = list(res.pop("last_outputs"))
         if kind != "timing":  # the judge checks only candidates' timed outputs
             last = [None] * len(last)
-        tree = protocol.encode_tree(last, tensors)
+        tree = output_tree.encode_tree(last, tensors)
         self.send({"kind": kind, "tree": tree, **res, **(extra or {})}, tensors)
 
     def run_baseline(self) -> None:

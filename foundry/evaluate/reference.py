@@ -11,7 +11,8 @@ from typing import Any
 
 import torch
 
-from foundry.evaluate.trial_inputs import make_trial_inputs, tensor_bytes
+from foundry.evaluate.job import Job
+from foundry.evaluate.trial_inputs import make_trial_inputs, tensor_bytes, trial_input_spec
 from foundry.tasks.inputs import InputSpec, build_device, make_init_inputs, seeded
 from foundry.tasks.loader import build_module
 from foundry.types import Task
@@ -57,6 +58,19 @@ class ReferenceRunner:
         del inputs
         self.device.synchronize()
         return out if self.device.name != "cpu" else _to_cpu(out)
+
+    def job_outputs(self, task: Task, job: Job, indices, *, scale: float = 1.0) -> dict[int, Any]:
+        """The reference's outputs for the job's trials `indices` (one model per variant,
+        from the job's init seed), computed in the judge's own process."""
+        models: dict[int, Any] = {}
+        outputs: dict[int, Any] = {}
+        for i in indices:
+            t = job.trials[i]
+            overrides = job.variants[t.variant]
+            if t.variant not in models:
+                models[t.variant] = self.model(task, overrides, job.init_seed)
+            outputs[i] = self.outputs(models[t.variant], task, overrides, trial_input_spec(t), scale=scale)
+        return outputs
 
 
 def _to_cpu(obj: Any) -> Any:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import torch
 
-from foundry.evaluate import protocol, triton_prebuild
+from foundry.evaluate import output_tree, triton_prebuild
 
 PREBUILD_TIMEOUT_S = 240.0  # a child still building after this long is killed (the loop builds it)
 
@@ -54,7 +54,7 @@ def run_screen(worker) -> None:
         parts.update(prebuilt)  # the whole prebuild, counted once: with the first point that ran
         prebuilt = {}
         tensors: list = []
-        worker.send({"kind": "screen_trial", "point": k, "tree": protocol.encode_tree(out, tensors),
+        worker.send({"kind": "screen_trial", "point": k, "tree": output_tree.encode_tree(out, tensors),
                      "parts": parts, **info}, tensors)
         del out, tensors
         built.append((k, model))

@@ -3,8 +3,13 @@
 Each check is a guard flag. They are deliberately broad: a kernel file has no business
 reading timers, walking the garbage collector or other frames, patching modules,
 starting threads or processes, exiting the process, reading the environment, or
-tampering with the launch counters. Patterns run over the whole text, so C/CUDA kernel
-source inside strings is checked too.
+tampering with the launch counters. Patterns run over the whole text less its comments,
+so C/CUDA kernel source inside strings is checked too.
+
+One guard is about Python calls alone and looks at the syntax tree instead: `reference_call`
+(a call of the task's `Model`, `get_inputs` or `get_init_inputs`, or of the reference's
+`forward` through `super()`). Those names mean nothing in C or CUDA source, and a docstring or
+string that mentions them (an extracted task's "Region linear_relu of Model ...") calls nothing.
 """
 
 from __future__ import annotations
@@ -71,9 +76,8 @@ PATTERNS: dict[str, tuple[str, ...]] = {
         r"\b(AsyncCompile|async_compile|cpp_pybinding|load_pybinding|load_by_key_path|standalone_compile)\b",
         r"\baoti_\w+", r"\btriton_heuristics\b", r"\bCachingAutotuner\b", r"\bautotune_select_algorithm\b",
         r"\bAlgorithmSelectorCache\b", r"\bbenchmark_all_configs\b", r"\bcoordinate_descent\w*"),
-    "reference_call": (r"\bModel\s*\(", r"\bget_inputs\s*\(", r"\bget_init_inputs\s*\(",
-                       r"\bsuper\s*\(\s*\)\s*\.\s*forward", r"\bsuper\s*\([^)]+\)\s*\.\s*forward"),
 }
+
 
 # what a flag's evidence means, where the matched text alone does not say it
 WHY = {
@@ -172,6 +176,35 @@ def dotted_name(node: ast.AST) -> str | None:
         parts.append(node.id)
         return ".".join(reversed(parts))
     return None
+
+
+# the task file's own names: calling one in a kernel file runs the reference (or draws its inputs)
+REFERENCE_NAMES = frozenset({"Model", "get_inputs", "get_init_inputs"})
+
+
+def reference_call(tree: ast.AST) -> str | None:
+    """The first call in `tree` of the task's reference: `Model(...)`, `get_inputs()`,
+    `get_init_inputs()` (by name or as an attribute, `ref.Model(...)`), or the reference's
+    forward reached through `super()` or the class itself (`super().forward(x)`,
+    `Model.forward(self, x)`); None when there is none. Every node is walked, Triton
+    kernel bodies too (the interpreter runs them as Python)."""
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+            if name in REFERENCE_NAMES:
+                hits.append((node.lineno, f"{ast.unparse(f)[:50]}(...)"))
+        elif isinstance(node, ast.Attribute) and node.attr == "forward":
+            v = node.value
+            via_super = isinstance(v, ast.Call) and isinstance(v.func, ast.Name) and v.func.id == "super"
+            via_class = isinstance(v, ast.Name) and v.id == "Model"
+            if via_super or via_class:
+                hits.append((node.lineno, ast.unparse(node)[:50]))
+    if not hits:
+        return None
+    line, what = min(hits)
+    return f"line {line}: {what}"
 
 
 class _Visitor(ast.NodeVisitor):
@@ -315,6 +348,9 @@ def check_source(source: str, *, backend: BackendSpec, allow_torch_ops: bool = F
         hit = _find(precision, code)
         if hit and not _find(precision, without_comments(task_source)):
             reasons["precision_drop"] = hit
+    hit = reference_call(tree)
+    if hit:
+        reasons["reference_call"] = hit
     v = _Visitor()
     v.visit(tree)
     if v.patched:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from foundry.evaluate import protocol
+from foundry.evaluate import output_tree, protocol
 from foundry.evaluate.compare import Comparison, compare, equal_outputs
 from foundry.evaluate.input_use import MAX_DEVIATION, change_check
 from foundry.types import Stage
@@ -48,7 +48,7 @@ class Findings:
 
 
 def decode(msg: Any) -> Any:
-    return protocol.decode_tree(msg.header.get("tree"), msg.tensors)
+    return output_tree.decode_tree(msg.header.get("tree"), msg.tensors)
 
 
 LIBRARY_OPS = frozenset("""

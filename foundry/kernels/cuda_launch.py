@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from foundry.kernels.cuda import CompiledImage, Module
+from foundry.kernels.cuda_module import CompiledImage, CudaBackendUnavailable, Module
 
 _tls = threading.local()
 
@@ -100,7 +100,6 @@ class CupyModule(Module):
         try:
             import cupy
         except ImportError as e:  # pragma: no cover - environment
-            from foundry.kernels.cuda import CudaBackendUnavailable
             raise CudaBackendUnavailable("FOUNDRY_CUDA_LAUNCHER=cupy but CuPy is not installed") from e
         import numpy as np
         self._np, self._cupy = np, cupy

@@ -1,6 +1,6 @@
 """The device profiler's view of a trial goes into a result's metrics as "kernels"."""
 
-from foundry.evaluate.evaluator import kernel_profile
+from foundry.evaluate.job_metrics import kernel_profile
 from foundry.evaluate.sandbox import JobOutcome, Message
 
 

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from foundry.evaluate import EvalConfig, Evaluator
-from foundry.evaluate.evaluator import judge_out_of_memory
+from foundry.evaluate.device_memory import judge_out_of_memory
 from foundry.tasks.loader import load_task
 from foundry.types import Candidate, EvalResult, Stage
 

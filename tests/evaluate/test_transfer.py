@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from foundry.evaluate import EvalConfig, Evaluator, protocol
+from foundry.evaluate import EvalConfig, Evaluator, output_tree, protocol
 from foundry.evaluate.static_checks import StaticReport
 from foundry.tasks import load_task
 from foundry.types import Candidate, Stage
@@ -47,11 +47,11 @@ def test_large_tensors_go_through_the_result_file_and_small_ones_inline(channel)
     big = torch.randn(1 << 20)  # 4 MiB
     small = torch.arange(10)
     tensors: list = []
-    tree = protocol.encode_tree([big, small], tensors)
+    tree = output_tree.encode_tree([big, small], tensors)
     # the pipe holds 64 KiB: a 4 MiB inline frame would block this single-threaded test
     worker.send({"kind": "trial", "tree": tree}, tensors)
     header, got = _read(reader)
-    out = protocol.decode_tree(header["tree"], got)
+    out = output_tree.decode_tree(header["tree"], got)
     assert torch.equal(out[0], big) and torch.equal(out[1], small)
     assert reader.routes["shm"] == big.numel() * 4 and reader.routes["inline"] == small.numel() * 8
     assert reader.piped < 4096  # only the header and the small tensor crossed the pipe

@@ -9,7 +9,7 @@ import struct
 import pytest
 import torch
 
-from foundry.evaluate import protocol
+from foundry.evaluate import output_tree, protocol
 from foundry.evaluate.backends import get_backend
 from foundry.evaluate.compare import compare
 from foundry.evaluate.secrets import Scrubber, clean_env, truncate
@@ -32,9 +32,9 @@ def _roundtrip(data: bytes):
 def test_channel_roundtrip_of_an_output_tree():
     t = [torch.randn(3, 4), torch.arange(5, dtype=torch.int64), torch.randn(2).to(torch.bfloat16)]
     tensors: list = []
-    tree = protocol.encode_tree((t[0], [t[1], {"x": t[2]}], 1.5, None), tensors)
+    tree = output_tree.encode_tree((t[0], [t[1], {"x": t[2]}], 1.5, None), tensors)
     header, got = _roundtrip(protocol.pack({"kind": "trial", "tree": tree}, tensors))
-    out = protocol.decode_tree(header["tree"], got)
+    out = output_tree.decode_tree(header["tree"], got)
     assert torch.equal(out[0], t[0]) and torch.equal(out[1][0], t[1]) and torch.equal(out[1][1]["x"], t[2])
     assert out[2] == 1.5 and out[3] is None
 
@@ -59,9 +59,9 @@ def test_closed_channel_and_bad_trees():
     with pytest.raises(protocol.ChannelClosed):
         _roundtrip(b"")
     with pytest.raises(protocol.ProtocolError):
-        protocol.decode_tree({"t": "tensor", "i": 3}, [])
+        output_tree.decode_tree({"t": "tensor", "i": 3}, [])
     with pytest.raises(protocol.ProtocolError):
-        protocol.decode_tree({"t": "pickle", "data": "..."}, [])
+        output_tree.decode_tree({"t": "pickle", "data": "..."}, [])
 
 
 # ------------------------------------------------------------------ secrets

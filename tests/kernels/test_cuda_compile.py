@@ -6,7 +6,7 @@ import ctypes
 
 import pytest
 
-from foundry.kernels import cuda
+from foundry.kernels import cuda, cuda_module
 
 
 def _nvrtc_loads() -> bool:
@@ -101,5 +101,5 @@ def test_compile_without_gpu_names_the_problem():
 
 def test_bad_launch_geometry_is_rejected_before_launch():
     with pytest.raises(ValueError, match="block"):
-        cuda._dim3((0,), "block", "relu")
-    assert cuda._dim3(7, "grid", "k") == (7, 1, 1)
+        cuda_module._dim3((0,), "block", "relu")
+    assert cuda_module._dim3(7, "grid", "k") == (7, 1, 1)
