@@ -19,7 +19,7 @@ from foundry.deploy.api import deploy, example_inputs_of
 from foundry.deploy.check import check
 from foundry.deploy.runinfo import read_run
 from foundry.extract.errors import UserModelError
-from foundry.extract.spec import load_spec
+from foundry.extract.spec import load_spec, size_overrides
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -35,9 +35,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="swap in every correct kernel the run judged faster, without timing the model here")
     ap.add_argument("--device", default=None, help="run the model there (as for foundry.extract)")
     ap.add_argument("--sizes", choices=("full", "small"), default="full", help="a task file's sizes")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a task file's module constant (as for foundry.extract)")
     args = ap.parse_args(argv)
     try:
-        model, _ = load_spec(args.spec, device=args.device, sizes=args.sizes)
+        model, _ = load_spec(args.spec, device=args.device, sizes=args.sizes,
+                             overrides=size_overrides(args.set))
         deployed = deploy(model, args.run_dir, tasks_dir=args.tasks, check_speed=not args.no_speed_check,
                           with_compile=not args.no_compile)
         info = deployed.foundry_deploy

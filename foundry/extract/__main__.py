@@ -3,7 +3,7 @@
 SPEC is `module.path:function` (or `path/to/file.py:function`); the function returns
 `(model, example_inputs)`. Or SPEC is a KernelBench task file `path/to/task.py` (`Model`,
 `get_inputs`, `get_init_inputs`): the model is `Model(*get_init_inputs())` at the file's
-sizes (`--sizes small`: its SMALL_SIZES), on `--device`.
+sizes (`--sizes small`: its SMALL_SIZES; `--set batch_size=2`: one constant), on `--device`.
 
 Exit 0 when the tasks were written, 2 for a bad SPEC or a model
 that cannot be captured (the message names it)."""
@@ -16,7 +16,7 @@ import sys
 from foundry.extract.api import MIN_SHARE, extract
 from foundry.extract.errors import UserModelError
 from foundry.extract.manifest import Manifest
-from foundry.extract.spec import load_spec
+from foundry.extract.spec import load_spec, size_overrides
 
 
 def summary(manifest: Manifest, out: str) -> str:
@@ -48,9 +48,12 @@ def main(argv: list[str] | None = None) -> int:
                          "model where it put it)")
     ap.add_argument("--sizes", choices=("full", "small"), default="full",
                     help="a task file's sizes: its own (full) or its SMALL_SIZES (small)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a task file's module constant set to a Python literal (batch_size=2); repeatable")
     args = ap.parse_args(argv)
     try:
-        model, inputs = load_spec(args.spec, device=args.device, sizes=args.sizes)
+        model, inputs = load_spec(args.spec, device=args.device, sizes=args.sizes,
+                                  overrides=size_overrides(args.set))
         manifest = extract(model, inputs, args.out, spec=args.spec, method=args.method,
                            min_share=args.min_share)
     except UserModelError as e:

@@ -18,14 +18,16 @@ INIT_SEED = 0
 INPUT_SEED = 1
 
 
-def load_task_spec(spec: str, *, device: str = "cpu", sizes: str = "full") -> tuple[nn.Module, tuple]:
-    """(model, inputs) of the task file `spec` at `sizes` ("full" or "small"), on `device`."""
+def load_task_spec(spec: str, *, device: str = "cpu", sizes: str = "full",
+                   overrides: dict | None = None) -> tuple[nn.Module, tuple]:
+    """(model, inputs) of the task file `spec` at `sizes` ("full" or "small"), its module
+    constants in `overrides` set after those (`{"batch_size": 2}`), on `device`."""
     path = Path(spec).expanduser()
     if not path.is_file():
         raise UserModelError(f"SPEC {spec!r}: no file {path.resolve()}")
     try:
         task = load_task(path, profile=sizes)
-        module = build_module(task)
+        module = build_module(task, overrides)
     except TaskError as e:
         raise UserModelError(f"SPEC {spec!r}: {e}") from None
     except Exception as e:  # noqa: BLE001 - the user's file: say which and why
