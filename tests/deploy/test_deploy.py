@@ -152,9 +152,14 @@ def test_deployed_model_traces_under_torch_compile_and_export(mlp_run):
 
 def test_a_slower_or_incorrect_kernel_is_not_swapped_in(mlp_run, tmp_path):
     model, inputs, tasks, _, task_id = mlp_run
-    slow = make_run(tmp_path / "slow", tasks, task_id, GELU_KERNEL, speedup=0.8)
+    slow = make_run(tmp_path / "slow", tasks, task_id, GELU_KERNEL, speedup=0.4)  # 0.8x torch.compile
     info = deploy(model, slow, example_inputs=inputs, check_speed=False).foundry_deploy
-    assert not info.swapped and "not faster than eager (0.8x)" in dict(info.passed_over)[task_id]
+    assert not info.swapped
+    assert "not faster than eager (0.4x) nor than torch.compile (0.8x)" in dict(info.passed_over)[task_id]
+    # slower than eager but faster than torch.compile of its task: the model decides (here, untimed: it goes in)
+    beats_compile = make_run(tmp_path / "beats_compile", tasks, task_id, GELU_KERNEL, speedup=0.8)
+    info = deploy(model, beats_compile, example_inputs=inputs, check_speed=False).foundry_deploy
+    assert [t for t, _, _ in info.swapped] == [task_id, task_id]
     wrong = make_run(tmp_path / "wrong", tasks, task_id, GELU_KERNEL, speedup=3.0, correct=False)
     info = deploy(model, wrong, example_inputs=inputs, check_speed=False).foundry_deploy
     assert not info.swapped and dict(info.passed_over)[task_id] == "no correct kernel in the run"
