@@ -1,10 +1,13 @@
 """`python -m foundry.deploy SPEC RUN_DIR [--check]`: swap the run's best kernels into the
-model SPEC returns and say which went in; with --check, run the original and the
-deployed model on fresh inputs and print the largest error and the end-to-end speedup
-against eager and against torch.compile of the original (measured, same process).
+model SPEC returns (a function's `(model, example_inputs)` or a KernelBench task file, as
+for foundry.extract) and hand back the fastest of the original, torch.compile of it, the
+deployed model and torch.compile of that, measured end to end here; say which, and which
+regions went in. With --check, run the original and the returned model on fresh inputs and
+print the largest error and the end-to-end speedup against eager and against
+torch.compile of the original (measured, same process).
 
-Each kernel is timed against its region in this process before it goes in (--no-speed-check
-skips that). Exit 0 on success, 2 for a bad SPEC, a run directory made for another model or a kernel
+A region stays in only where the model with it is faster than without it, timed here
+(--no-speed-check: every correct kernel, eager, untimed; --no-compile: no compiled forms). Exit 0 on success, 2 for a bad SPEC, a run directory made for another model or a kernel
 whose shapes no longer match (the message names it)."""
 
 from __future__ import annotations
@@ -16,38 +19,43 @@ from foundry.deploy.api import deploy, example_inputs_of
 from foundry.deploy.check import check
 from foundry.deploy.runinfo import read_run
 from foundry.extract.errors import UserModelError
-from foundry.extract.spec import load_spec
+from foundry.extract.spec import load_spec, size_overrides
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m foundry.deploy", description=__doc__.split("\n\n")[0])
-    ap.add_argument("spec", help="module.path:function returning (model, example_inputs)")
+    ap.add_argument("spec", help="module.path:function returning (model, example_inputs), or a KernelBench "
+                                 "task file path/to/task.py")
     ap.add_argument("run_dir", help="a run directory of `python -m foundry` on the model's extracted tasks")
     ap.add_argument("--tasks", default=None, help="the extracted tasks folder (default: tasks.path of the run)")
     ap.add_argument("--check", action="store_true", help="compare with the original and time both")
-    ap.add_argument("--no-compile", action="store_true", help="with --check: skip the torch.compile baseline")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="leave torch.compile out: of the models to choose from, and of --check's baselines")
     ap.add_argument("--no-speed-check", action="store_true",
-                    help="swap in every correct kernel the run judged faster, without timing it against "
-                         "its region here")
+                    help="swap in every correct kernel the run judged faster, without timing the model here")
+    ap.add_argument("--device", default=None, help="run the model there (as for foundry.extract)")
+    ap.add_argument("--sizes", choices=("full", "small"), default="full", help="a task file's sizes")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="a task file's module constant (as for foundry.extract)")
     args = ap.parse_args(argv)
     try:
-        model, _ = load_spec(args.spec)
-        deployed = deploy(model, args.run_dir, tasks_dir=args.tasks, check_speed=not args.no_speed_check)
+        model, _ = load_spec(args.spec, device=args.device, sizes=args.sizes,
+                             overrides=size_overrides(args.set))
+        deployed = deploy(model, args.run_dir, tasks_dir=args.tasks, check_speed=not args.no_speed_check,
+                          with_compile=not args.no_compile)
         info = deployed.foundry_deploy
         into = {"modules": " (into the model's own submodules)", "graph": " (into the captured graph)"}.get(info.form, "")
         print(f"{type(model).__name__}: {len(info.swapped)} region occurrence(s) swapped in from {info.run_dir}{into}")
         for task_id, modules, op in info.swapped:
             print(f"  {task_id:<28} {', '.join(modules) or '(model)'}  ->  {op}")
-        for task_id, modules, speed in info.speeds:
-            print(f"  timed here: {task_id:<28} {', '.join(modules) or '(model)'}: kernel {speed.swapped_ms:.4g} ms, "
-                  f"region {speed.original_ms:.4g} ms -> {speed.speedup:.3f}x")
         for task_id, why in info.passed_over:
             print(f"  kept original: {task_id}: {why}")
-        if info.model_speed is not None:
-            print(f"  timed here: the whole model, kernels in {info.model_speed.swapped_ms:.4g} ms, original "
-                  f"{info.model_speed.original_ms:.4g} ms -> {info.model_speed.speedup:.3f}x")
+        for name, ms in info.timings:
+            print(f"  timed here, end to end: {name:<44} {ms:.4g} ms")
+        print(f"returned: {info.returned}" + (f" ({info.model_speed.speedup:.3f}x the eager original)"
+                                              if info.model_speed is not None else ""))
         if info.original_kept:
-            print(f"  the original model is returned unchanged: {info.original_kept}")
+            print(f"  no kernel of the run is in it: {info.original_kept}")
         if args.check:
             manifest = read_run(args.run_dir, model, tasks_dir=args.tasks).manifest
             inputs = example_inputs_of(manifest)

@@ -1,29 +1,33 @@
-"""`deploy(model, run_dir)`: the model with every region whose best kernel the run judged
-correct and faster than eager swapped in.
+"""`deploy(model, run_dir)`: the fastest of the user's model, torch.compile of it, the
+model with the run's kernels swapped in and torch.compile of that, measured end to end.
 
 The model is captured again the way extraction captured it (same method, on inputs drawn
 like the manifest's example inputs, or on `example_inputs`), split by the same code, and
-each region whose structure key has a deployable kernel gets a custom op
-(foundry.deploy.region_op). Every kernel is checked against its region's original code on
-the values the region sees in this capture before it goes in; one that differs is passed
-over (and said so in `.foundry_deploy`), and so, with `check_speed` (the default), is one
-that is not faster than the region's own code timed beside it in this process on those
-values (foundry.deploy.speed: the run's speedup rests on an eager baseline timed once, at
-another moment).
+each region whose structure key has a kernel the run judged correct and faster than eager
+gets a custom op (foundry.deploy.region_op; with a fake implementation, so torch.compile
+traces it without a graph break and Inductor compiles the rest of the graph around it).
+Every kernel is checked against its region's original code on the values the region sees
+in this capture before it goes in; one that differs is passed over (and said so in
+`.foundry_deploy`).
 
 A region that is exactly one submodule's forward goes into a copy of the user's own model
 that shares its tensors (foundry.deploy.module_swap): the rest of the model keeps running
-the user's code. Where any region spans modules, the captured GraphModule with every
-region replaced by its op is the other form. With `check_speed`, each form is timed beside
-the original on the same inputs and the fastest comes back, or the original model where
-none is faster (a kernel faster on its own can still lose in the model: the captured graph
-runs ops the module did not, and each swapped region adds its launch); without it, the
-form holding every kernel. Where nothing is swapped in, the original model comes back.
-Either way the returned model's `foundry_deploy` says what happened. Gradients flow
-through the regions' original code (foundry.deploy.region_op)."""
+the user's code. Where any region spans modules, a copy of the captured GraphModule with
+every region replaced by its op is the other form.
+
+With `check_speed` (the default) the choice is the whole model's (foundry.deploy.choose):
+a region stays in only where the model with it beats the model without it, each in its
+fastest form, eager or compiled (`with_compile`; on a GPU also with CUDA graphs); then the
+original, torch.compile of it and the deployed forms are timed together, interleaved, and
+the fastest comes back, whichever it is (`.foundry_deploy.returned` names it). Without
+`check_speed`, the form holding every kernel, eager. Where nothing is swapped in, the
+original model comes back. Either way the returned model's `foundry_deploy` says what
+happened. Gradients flow through the regions' original code (foundry.deploy.region_op)."""
+
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -32,12 +36,14 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
+from foundry.deploy.choose import choose
+from foundry.deploy.contenders import EAGER, compile_modes
 from foundry.deploy.kernel import load_kernel
 from foundry.deploy.module_swap import exact_module, module_calls, module_site, share_clone, swap_forward
 from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, register_region_op, same_results
 from foundry.deploy.rewrite import replace_region
 from foundry.deploy.runinfo import read_run
-from foundry.deploy.speed import SideBySide, time_model, time_region
+from foundry.deploy.speed import SideBySide
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
 from foundry.extract.observe import observe
@@ -59,10 +65,12 @@ class DeployInfo:
     swapped: tuple
     passed_over: tuple
     dispatches: tuple
-    speeds: tuple = ()  # (task id, module paths, SideBySide) per occurrence timed (check_speed)
-    model_speed: SideBySide | None = None  # the rewritten model timed beside the original (check_speed)
-    original_kept: str = ""  # why the original model came back instead of the rewritten one ("": it did not)
+    model_speed: SideBySide | None = None  # the returned model timed beside the eager original (check_speed)
+    original_kept: str = ""  # why the original model (or torch.compile of it) came back ("": it did not)
     form: str = ""  # FORM_MODULES or FORM_GRAPH: what the returned model is ("": the original)
+    compiled: str = ""  # how it is compiled: "" (eager), "default" (torch.compile) or "reduce-overhead"
+    returned: str = ""  # the returned model's name: "original", "torch.compile(deployed (graph))", ...
+    timings: tuple = ()  # (name, ms) of every model timed end to end in the final round (check_speed)
 
 
 FORM_MODULES = "modules"  # a copy of the user's model, swapped submodules' forwards running the kernels
@@ -85,11 +93,12 @@ def _occurrence_of(entry, region):
 
 
 def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
-           tasks_dir: str | Path | None = None, check_speed: bool = True) -> nn.Module:
-    """The model with the run's kernels swapped in (a copy of it, or its captured
-    GraphModule), or the original model where that would not be faster (see the module
-    doc); `.foundry_deploy` of what comes back is a DeployInfo. Raises UserModelError for a run directory made for another model or a
-    kernel whose shapes no longer match."""
+           tasks_dir: str | Path | None = None, check_speed: bool = True, with_compile: bool = True) -> nn.Module:
+    """The fastest of the model with the run's kernels swapped in (a copy of it, or its
+    captured GraphModule), the original model and, with `with_compile`, torch.compile of
+    either (see the module doc); `.foundry_deploy` of what comes back is a DeployInfo.
+    Raises UserModelError for a run directory made for another model or a kernel whose
+    shapes no longer match."""
     if not isinstance(model, nn.Module):
         raise UserModelError(f"deploy: the model must be a torch.nn.Module, got {type(model).__name__}")
     run = read_run(run_dir, model, tasks_dir=tasks_dir)
@@ -105,7 +114,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     entries = {r.key: r for r in manifest.regions}
     kernels = {k.task_id: k for k in run.kernels}
     passed = list(run.passed_over)
-    chosen, speeds = [], []
+    chosen = []
     found = set()
     for region in regions:
         entry = entries.get(region.key)
@@ -133,15 +142,6 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
             continue
         dispatch = RegionDispatch(task_id=entry.task_id, fallback=fallback, n_activations=len(region.inputs),
                                   kernels={dispatch_key(args[:len(region.inputs)]): kernel})
-        if check_speed:
-            speed = time_region(dispatch, list(args), device=str(inputs[0].device))
-            speeds.append((entry.task_id, tuple(occ.modules), speed))
-            if not speed.faster:
-                passed.append((entry.task_id, f"kernel {best.path} at {', '.join(occ.modules)}: not faster than "
-                                              f"the region's own code here ({speed.swapped_ms:.4g} ms vs "
-                                              f"{speed.original_ms:.4g} ms, timed side by side; the run judged "
-                                              f"{best.speedup_eager:.3g}x)"))
-                continue
         op = register_region_op(dispatch)
         chosen.append(Swap(region=region, call=region_call(op, dispatch), dispatch=dispatch,
                            path=exact_module(gm, region), fallback=fallback, args=tuple(args),
@@ -150,25 +150,35 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         if entry.task_id in kernels and entry.task_id not in found:
             passed.append((entry.task_id, "its region is not in the model as captured now"))
     info = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=(), passed_over=tuple(passed),
-                      dispatches=(), speeds=tuple(speeds))
+                      dispatches=())
     if not chosen:
         return _original(model, info, "no kernel went in")
-    forms = _forms(model, gm, chosen, inputs)
+    calls = module_calls(model, {s.path for s in chosen if s.path}, inputs)
+    sites = {id(s): module_site(s.path, calls[s.path], s.region, list(s.args), s.fallback)
+             for s in chosen if s.path}
+
+    def build(swaps: list) -> list:
+        return _forms(model, gm, swaps, sites)
+
     if not check_speed:
-        deployed, form, swaps = forms[0]
-        return _deployed(deployed, info, form, swaps, chosen)
-    timed = []
-    for deployed, form, swaps in forms:
-        speed = time_model(deployed, model, inputs, dispatches=[s.dispatch for s in swaps],
-                           device=str(inputs[0].device))
-        timed.append((speed, deployed, form, swaps))
-    speed, deployed, form, swaps = max(timed, key=lambda t: t[0].speedup)  # each against its own original
-    if not speed.faster:
-        info = replace(info, swapped=tuple(s.record for s in chosen), model_speed=speed)
-        return _original(model, info, f"the model with the kernels swapped in was not faster than the original "
-                                      f"({speed.swapped_ms:.4g} ms vs {speed.original_ms:.4g} ms, timed side by "
-                                      f"side)")
-    return _deployed(deployed, replace(info, model_speed=speed), form, swaps, chosen)
+        deployed, form, swaps = build(chosen)[0]
+        return _deployed(deployed, info, form, EAGER, swaps, chosen)
+    device = str(inputs[0].device)
+    choice = choose(model, build, chosen, inputs, device=device, modes=compile_modes(device, with_compile),
+                    dispatches=[s.dispatch for s in chosen])
+    winner = choice.winner
+    passed = info.passed_over + tuple((s.record[0], f"kernel at {', '.join(s.record[1]) or '(model)'}: {why}")
+                                      for s, why in choice.dropped)
+    info = replace(info, passed_over=passed, timings=choice.timings, returned=winner.name,
+                   model_speed=SideBySide(swapped_ms=dict(choice.timings)[winner.name],
+                                          original_ms=choice.original_ms))
+    if not winner.form:
+        left = [s for s in chosen if not any(s is d for d, _ in choice.dropped)]
+        info = replace(info, swapped=tuple(s.record for s in left))
+        figures = ", ".join(f"{name} {ms:.4g} ms" for name, ms in choice.timings)
+        return _original(winner.model, info, f"{winner.name} was the fastest, timed side by side: {figures}",
+                         winner.compiled)
+    return _deployed(winner.model, info, winner.form, winner.compiled, list(winner.swaps), list(choice.kept))
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: its fields hold tensors
@@ -185,14 +195,12 @@ class Swap:
     record: tuple
 
 
-def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, inputs: tuple) -> list:
-    """The deployed models to choose from, as (model, form, swaps), the one with every
-    swap first: the user's own modules (a copy sharing its tensors) with the module-exact
-    swaps in, and, where any swap is not module-exact, the captured graph with all in."""
+def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, sites: dict) -> list:
+    """The deployed models holding the swaps `chosen`, as (model, form, swaps), the one with
+    every swap first: the user's own modules (a copy sharing its tensors) with the
+    module-exact swaps in (`sites`: module_site by id of swap), and, where any swap is not
+    module-exact, a copy of the captured graph (sharing its tensors) with all in."""
     forms = []
-    calls = module_calls(model, {s.path for s in chosen if s.path}, inputs)
-    sites = {id(s): module_site(s.path, calls[s.path], s.region, list(s.args), s.fallback)
-             for s in chosen if s.path}
     exact = [s for s in chosen if sites.get(id(s)) is not None]
     if exact:
         own = share_clone(model)
@@ -200,31 +208,36 @@ def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, inputs: tuple) ->
             swap_forward(own, sites[id(s)], s.call, s.dispatch)
         forms.append((own, FORM_MODULES, exact))
     if len(exact) < len(chosen):
+        graph = fx.GraphModule(gm, copy.deepcopy(gm.graph))  # node names kept, submodules and tensors shared
         renamed: dict = {}
         for s in chosen:
-            replace_region(gm, s.region, s.call, renamed)
-        gm.graph.lint()
-        gm.recompile()
-        forms.insert(0, (gm, FORM_GRAPH, chosen))
+            replace_region(graph, s.region, s.call, renamed)
+        graph.graph.lint()
+        graph.recompile()
+        forms.insert(0, (graph, FORM_GRAPH, chosen))
     return forms
 
 
-def _deployed(deployed: nn.Module, info: DeployInfo, form: str, swaps: list, chosen: list) -> nn.Module:
+def _deployed(deployed: nn.Module, info: DeployInfo, form: str, compiled: str, swaps: list,
+              chosen: list) -> nn.Module:
     kept = {id(s) for s in swaps}
     left = [s for s in chosen if id(s) not in kept]
     passed = info.passed_over + tuple((task_id, f"not one submodule's forward, and the model with the other "
                                                 f"kernels in its own modules was faster; at {', '.join(mods)}")
                                       for task_id, mods, _ in (s.record for s in left))
-    deployed.foundry_deploy = replace(info, form=form, swapped=tuple(s.record for s in swaps),
-                                      dispatches=tuple(s.dispatch for s in swaps), passed_over=passed)
+    deployed.foundry_deploy = replace(info, form=form, compiled=compiled, swapped=tuple(s.record for s in swaps),
+                                      dispatches=tuple(s.dispatch for s in swaps), passed_over=passed,
+                                      returned=info.returned or f"deployed ({form})")
     return deployed
 
 
-def _original(model: nn.Module, info: DeployInfo, why: str) -> nn.Module:
-    """The user's model itself, with `info` saying why nothing of the run is in it."""
+def _original(model: nn.Module, info: DeployInfo, why: str, compiled: str = EAGER) -> nn.Module:
+    """The user's model itself (or torch.compile of it: the attribute goes through to the
+    model), with `info` saying why nothing of the run is in it."""
     passed = info.passed_over + tuple((task_id, f"{why}; at {', '.join(modules) or '(model)'}")
                                       for task_id, modules, _ in info.swapped)
-    model.foundry_deploy = replace(info, swapped=(), dispatches=(), passed_over=passed, original_kept=why)
+    model.foundry_deploy = replace(info, swapped=(), dispatches=(), passed_over=passed, original_kept=why,
+                                   compiled=compiled, returned=info.returned or "original")
     return model
 
 

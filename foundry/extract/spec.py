@@ -1,9 +1,13 @@
 """A SPEC names a Python callable `module.path:function` (or `path/to/file.py:function`)
-that returns `(model, example_inputs)`; `load_spec` imports and calls it and checks what
-comes back, and `check_runs` that the model runs on its inputs."""
+that returns `(model, example_inputs)`, or is a KernelBench task file `path/to/task.py`
+(`Model`, `get_inputs`, `get_init_inputs`: the model is `Model(*get_init_inputs())`, the
+inputs `get_inputs()`, built the way the judge builds a task: seeded, on the device, at the
+file's sizes; foundry.extract.kernelbench_spec). `load_spec` imports and calls it and
+checks what comes back, and `check_runs` that the model runs on its inputs."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import importlib.util
 import sys
@@ -43,12 +47,27 @@ def _import(module_name: str, spec: str):
         raise UserModelError(f"SPEC {spec!r}: importing {module_name!r} failed: {type(e).__name__}: {e}") from None
 
 
-def load_spec(spec: str) -> tuple[nn.Module, tuple]:
+def is_task_file(spec: str) -> bool:
+    """Whether `spec` names a task file (`path/to/task.py`, no `:function`)."""
+    return isinstance(spec, str) and ":" not in spec and spec.endswith(".py")
+
+
+def load_spec(spec: str, *, device: str | None = None, sizes: str = "full",
+              overrides: dict | None = None) -> tuple[nn.Module, tuple]:
     """Import the module of `spec` (`module.path:function`), call the function and return
-    `(model, example_inputs)` with the inputs as a tuple; raises UserModelError naming
-    what is missing or wrong."""
+    `(model, example_inputs)` with the inputs as a tuple, on `device` where one is given
+    (else where the function put them); for a task file, its Model and inputs at `sizes`
+    ("full" or "small": its SMALL_SIZES; `overrides`: module constants set after those),
+    built on `device` (default cpu). Raises
+    UserModelError naming what is missing or wrong."""
+    if is_task_file(spec):
+        from foundry.extract.kernelbench_spec import load_task_spec
+        model, inputs = load_task_spec(spec, device=device or "cpu", sizes=sizes, overrides=overrides)
+        return checked_model(model, inputs, what=f"SPEC {spec!r}")
     if not isinstance(spec, str) or spec.count(":") != 1 or not all(spec.split(":")):
-        raise UserModelError(f"SPEC {spec!r} is not of the form module.path:function")
+        raise UserModelError(f"SPEC {spec!r} is not of the form module.path:function or path/to/task.py")
+    if overrides:
+        raise UserModelError(f"SPEC {spec!r}: size constants ({', '.join(overrides)}) apply to a task file only")
     module_name, attr = spec.split(":")
     module = _import(module_name, spec)
     fn = getattr(module, attr, None)
@@ -63,8 +82,33 @@ def load_spec(spec: str) -> tuple[nn.Module, tuple]:
     if not (isinstance(got, (tuple, list)) and len(got) == 2):
         raise UserModelError(f"SPEC {spec!r}: {attr}() must return (model, example_inputs), "
                              f"got {type(got).__name__}")
-    model, inputs = got
-    return checked_model(model, inputs, what=f"SPEC {spec!r}")
+    model, inputs = checked_model(*got, what=f"SPEC {spec!r}")
+    if device is not None:
+        model, inputs = on_device(model, inputs, device, what=f"SPEC {spec!r}")
+    return model, inputs
+
+
+def size_overrides(items: list[str]) -> dict:
+    """`["batch_size=2", "dims=[4, 8]"]` (the CLIs' --set) as {name: Python literal}."""
+    out = {}
+    for item in items or ():
+        name, eq, text = item.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise UserModelError(f"--set {item!r}: give NAME=VALUE, VALUE a Python literal")
+        try:
+            out[name.strip()] = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            raise UserModelError(f"--set {item!r}: {text.strip()!r} is not a Python literal") from None
+    return out
+
+
+def on_device(model: nn.Module, inputs: tuple, device: str, *, what: str) -> tuple[nn.Module, tuple]:
+    """The model and its inputs moved to `device`; UserModelError where there is no such device."""
+    try:
+        dev = torch.device(device)
+        return model.to(dev), tuple(x.to(dev) for x in inputs)
+    except (RuntimeError, AssertionError) as e:  # an unknown device string, or no such device here
+        raise UserModelError(f"{what}: cannot move the model to device {device!r}: {e}") from None
 
 
 def checked_model(model: Any, inputs: Any, *, what: str = "the model") -> tuple[nn.Module, tuple]:

@@ -1,0 +1,111 @@
+"""KernelBench level-3 models as users' models: per model, extract, search, deploy and
+check, each step in its own process, resumable (a step whose output is there is skipped).
+
+    python benchmarks/kernelbench_models.py ../shared/kernelbench/level3/4_LeNet5.py \\
+        --out runs/kb_models --search-s 240 [--set batch_size=8] [--device cpu]
+
+Per model, under OUT/<file stem>/: `tasks/` (foundry.extract), `run/` (the main job,
+`llm=none` unless --llm says otherwise, --search-s seconds), `deploy.json` (what deploy
+handed back and the end-to-end times it measured: eager, torch.compile and the returned
+model, interleaved in one process, and the largest error on fresh inputs). The last line
+printed per model is a summary of deploy.json."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _step(cmd: list[str], log: Path, timeout_s: float) -> float:
+    """Run `cmd` from the project root, its output into `log`; returns its seconds."""
+    t0 = time.monotonic()
+    with log.open("w") as f:
+        p = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s)
+    if p.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}: see {log}")
+    return time.monotonic() - t0
+
+
+def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None, out: str) -> None:
+    """In this process: deploy the model of `spec` from `run_dir`, check it against the
+    original and write what was seen to `out` (JSON)."""
+    import torch
+
+    from foundry.deploy import deploy
+    from foundry.deploy.api import example_inputs_of
+    from foundry.deploy.check import check
+    from foundry.deploy.runinfo import read_run
+    from foundry.extract.spec import load_spec, size_overrides
+
+    model, _ = load_spec(spec, device=device, overrides=size_overrides(overrides))
+    t0 = time.monotonic()
+    deployed = deploy(model, run_dir)
+    deploy_s = time.monotonic() - t0
+    info = deployed.foundry_deploy
+    inputs = example_inputs_of(read_run(run_dir, model).manifest)
+    r = check(model, deployed, inputs)
+    record = {
+        "spec": spec, "overrides": overrides, "torch": torch.__version__, "threads": r.threads,
+        "returned": info.returned, "swapped": [[t, list(m)] for t, m, _ in info.swapped],
+        "passed_over": [[t, why] for t, why in info.passed_over], "deploy_timings_ms": dict(info.timings),
+        "deploy_s": deploy_s, "max_abs_err": r.max_abs_err, "eager_ms": r.eager_ms, "compile_ms": r.compile_ms,
+        "returned_ms": r.deployed_ms, "kernel_calls": r.kernel_calls, "fallback_calls": r.fallback_calls,
+    }
+    Path(out).write_text(json.dumps(record, indent=1))
+
+
+def summary(name: str, record: dict, manifest_file: Path) -> str:
+    manifest = json.loads(manifest_file.read_text())
+    regions = ", ".join(f"{r['label']} x{r['count']} ({r['share']:.0%})" for r in manifest["regions"])
+    best = min(record["eager_ms"], record["compile_ms"] or float("inf"))
+    return (f"{name}: regions {regions or 'none'}; returned {record['returned']} with {len(record['swapped'])} "
+            f"region(s) swapped in; eager {record['eager_ms']:.4g} ms, torch.compile {record['compile_ms']:.4g} ms, "
+            f"returned {record['returned_ms']:.4g} ms ({best / record['returned_ms']:.3f}x the faster of the two); "
+            f"max abs error {record['max_abs_err']:.3g}; {record['threads']} thread(s)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("files", nargs="+", help="KernelBench task files")
+    ap.add_argument("--out", default="runs/kb_models")
+    ap.add_argument("--search-s", type=int, default=240, help="the main job's wall-time budget per model")
+    ap.add_argument("--llm", default="none")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="passed to extract/deploy")
+    ap.add_argument("--device", default=None)
+    ap.add_argument("--deploy-one", nargs=2, metavar=("RUN_DIR", "OUT_JSON"), help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.deploy_one:
+        deploy_one(a.files[0], a.deploy_one[0], a.set, a.device, a.deploy_one[1])
+        return 0
+    sets = [x for s in a.set for x in ("--set", s)]
+    dev = ["--device", a.device] if a.device else []
+    for file in a.files:
+        d = (Path(a.out) / Path(file).stem).resolve()
+        d.mkdir(parents=True, exist_ok=True)
+        spec = str(Path(file).resolve())
+        if not (d / "tasks" / "manifest.json").is_file():
+            s = _step([sys.executable, "-m", "foundry.extract", spec, "--out", str(d / "tasks"), *sets, *dev],
+                      d / "extract.log", 3600)
+            print(f"{d.name}: extracted in {s:.0f} s", flush=True)
+        if not (d / "run" / "report.md").is_file():
+            s = _step([sys.executable, "-m", "foundry", f"tasks.path={d / 'tasks'}", f"llm={a.llm}",
+                       f"budget.wall_time_s={a.search_s}", f"hydra.run.dir={d / 'run'}"],
+                      d / "search.log", a.search_s + 600)
+            print(f"{d.name}: searched in {s:.0f} s", flush=True)
+        if not (d / "deploy.json").is_file():
+            s = _step([sys.executable, __file__, spec, "--deploy-one", str(d / "run"), str(d / "deploy.json"),
+                       *sets, *dev], d / "deploy.log", 3600)
+            print(f"{d.name}: deployed and checked in {s:.0f} s", flush=True)
+        print(summary(d.name, json.loads((d / "deploy.json").read_text()), d / "tasks" / "manifest.json"),
+              flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

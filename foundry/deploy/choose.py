@@ -1,0 +1,94 @@
+"""Which regions go in and which model comes back, decided end to end: a region goes in
+only where the model with it is faster than the model without it, each timed in its
+fastest form (eager, torch.compile, CUDA graphs where they apply; foundry.deploy.contenders),
+interleaved in this process; then the original, torch.compile of it and the deployed
+model with the regions kept are timed together and the fastest is handed back.
+
+A kernel faster than its region in eager can still make the model slower: under
+torch.compile the region's code is fused with its neighbours by Inductor, while a custom
+op is a wall the fusion stops at; in eager the deployed graph runs ops the module did not
+and each region adds its launch. So the decision is the whole model's, not the kernel's.
+
+The regions are tried out one at a time (backward elimination: drop a region where the
+model without it is faster, keep it otherwise); with one region left, the model without it
+is the original, which the final timing holds."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch.nn as nn
+
+from foundry.deploy.contenders import Contender, contenders_of, time_contenders
+
+
+@dataclass(frozen=True, eq=False)  # compared by identity: it holds models
+class Choice:
+    """`winner`: the contender handed back; `timings`: (contender name, ms) of the final
+    timing; `original_ms`: the eager original's there; `dropped`: (swap, why) per region
+    left out by the elimination; `kept`: the swaps in the deployed contenders timed last."""
+
+    winner: Contender
+    timings: tuple
+    original_ms: float
+    dropped: tuple
+    kept: tuple
+
+
+def _best(contenders: list, times: list) -> tuple:
+    i = min(range(len(times)), key=times.__getitem__)
+    return contenders[i], times[i]
+
+
+def choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs: tuple, *, device: str,
+           modes: tuple, dispatches=()) -> Choice:
+    """The fastest of the original and the deployed models. `build(swaps)` makes the
+    deployed forms holding `swaps`, as [(model, form, swaps in it)], the one with every
+    swap first (only that one is also compiled, in each of `modes`). The call counts of
+    `dispatches` (RegionDispatch) are left as they were."""
+    calls = [(d.kernel_calls, d.fallback_calls) for d in dispatches]
+    try:
+        return _choose(model, build, swaps, inputs, device=device, modes=modes)
+    finally:
+        for d, (k, f) in zip(dispatches, calls):
+            d.kernel_calls, d.fallback_calls = k, f
+
+
+def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs: tuple, *, device: str,
+            modes: tuple) -> Choice:
+    cache: dict = {}  # the contenders of the current set of swaps and of the one tried
+
+    def ids(kept: tuple) -> tuple:
+        return tuple(id(s) for s in kept)
+
+    def deployed(kept: tuple) -> list:
+        if ids(kept) not in cache:
+            out = []
+            for i, (m, form, inside) in enumerate(build(list(kept))):
+                out += contenders_of(m, form, tuple(inside), modes if i == 0 else (), inputs)
+            cache[ids(kept)] = out
+        return cache[ids(kept)]
+
+    current = tuple(swaps)
+    dropped = []
+    for swap in list(current):
+        if len(current) < 2:
+            break
+        trial = tuple(s for s in current if s is not swap)
+        with_it, without = deployed(current), deployed(trial)
+        times = time_contenders(with_it + without, inputs, device=device)
+        best_with, with_ms = _best(with_it, times[:len(with_it)])
+        best_without, without_ms = _best(without, times[len(with_it):])
+        if without_ms < with_ms:
+            dropped.append((swap, f"the model without it was faster: {without_ms:.4g} ms ({best_without.name}) vs "
+                                  f"{with_ms:.4g} ms with it ({best_with.name}), timed side by side"))
+            current = trial
+        for key in [k for k in cache if k != ids(current)]:
+            del cache[key]  # its compiled models are not needed again
+    baseline = contenders_of(model, "", (), modes, inputs)
+    final = baseline + deployed(current)
+    times = time_contenders(final, inputs, device=device)
+    winner, _ = _best(final, times)
+    return Choice(winner=winner, timings=tuple((c.name, t) for c, t in zip(final, times)), original_ms=times[0],
+                  dropped=tuple(dropped), kept=current)
