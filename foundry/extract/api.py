@@ -62,9 +62,8 @@ def _task_id(index: int, label: str) -> str:
 
 def _doc(model: nn.Module, label: str, occurrences: list[Region], modules: list, device: str) -> str:
     where = "; ".join(", ".join(m) or "(model)" for m in modules[:6]) + ("; ..." if len(modules) > 6 else "")
-    # the class name is followed by no parenthesis: the text reads as no call of it
-    return (f"Region {label} of the model class {type(model).__name__}: {len(occurrences)} occurrence(s) at "
-            f"{where}; captured on {device} by foundry.extract.")
+    return (f"Region {label} of {type(model).__name__} ({len(occurrences)} occurrence(s): {where}), "
+            f"captured on {device} by foundry.extract.")
 
 
 def _write_task(folder: Path, task_id: str, gm, region: Region, obs, doc: str):
