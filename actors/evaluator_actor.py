@@ -37,6 +37,7 @@ class EvaluatorActor:
         """`covered`: tasks an earlier session of the run has a correct kernel for (with
         `tune_uncovered` false, their candidates are tuned from the start)."""
         self.name = name
+        self.node_id = ray.get_runtime_context().get_node_id()  # where Ray placed it
         device = str(eval_config.get("device", "cpu"))
         self.device, self.impl = device, impl
         self.threads = int(eval_config.get("threads", 1))
@@ -74,7 +75,8 @@ class EvaluatorActor:
         self.busy_s += busy
         # where the lane's time went: when it began (epoch s) and how long the candidate held it,
         # tuning included
-        lane = {"index": self.services.index(service), "started_at": round(wall, 3), "busy_s": round(busy, 3)}
+        lane = {"index": self.services.index(service), "started_at": round(wall, 3), "busy_s": round(busy, 3),
+                "node_id": self.node_id}
         result = dataclasses.replace(result, metrics={**(result.metrics or {}), "lane": lane})
         return candidate, result, self.name
 
@@ -112,7 +114,7 @@ class EvaluatorActor:
         return self.seeds.candidate(task)
 
     def info(self) -> dict:
-        return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(),
+        return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(), "node_id": self.node_id,
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "evaluated": self.count,
                 "lanes": len(self.services), "busy_s": round(self.busy_s, 3), "gate": self.gate.snapshot(),
                 "ceilings": getattr(self.ceilings, "source", None) or self.ceilings_note,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import ActorUnschedulableError, GetTimeoutError, RayActorError
 
 log = logging.getLogger("foundry.run")
 
@@ -36,7 +36,10 @@ class IslandRestarts:
                 continue
             try:
                 self.finished[i] = ray.get(ref)
-            except RayActorError as e:
+            except (RayActorError, ActorUnschedulableError) as e:  # the second: its node is gone
+                self._watch_nodes(now=True)  # its node may be gone: then it was moved, and runs again
+                if self.runs.get(i) is not ref:
+                    continue
                 if not relaunch:  # what it had in flight comes from the ledger at the final drain
                     self._drains.pop(i, None)
                     self.finished[i] = f"island {i} died while the run stopped"

@@ -81,6 +81,7 @@ class RunStop:
         busy = {u.evaluator for u in abandoned or []} if abandoned is not None else set(self.evaluators)
         closing = [e.close.remote() for name, e in self.evaluators.items() if name not in busy]
         ready_refs(closing, left())
+        self._count_immigrants()  # before the islands go: what their last immigrations gave
         self._kill_actors()
         self._stopped = True
 

@@ -19,9 +19,10 @@ import time
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError
+from ray.exceptions import GetTimeoutError, RayError
 
 from actors.actor_calls import ready_refs, value_or_none
+from actors.cluster_care import ClusterCare
 from actors.dispatcher_actor import DispatcherActor
 from actors.evaluation import tuner_config
 from actors.evaluator_actor import EvaluatorActor, evaluator_options
@@ -46,7 +47,7 @@ def _llm_enabled(llm: dict) -> bool:
     return LLMConfig.from_config(dict(llm)).enabled
 
 
-class Supervisor(RunRecords, IslandRestarts, RunStop):
+class Supervisor(RunRecords, IslandRestarts, RunStop, ClusterCare):
     def __init__(self, *, settings: Any, run_dir: Any, tasks: list, backend: str, gpus: int,
                  prior: list, evlog: Any, progress: Any, view: Any,
                  unfinished: list[Unfinished] | tuple = (), started: float | None = None):
@@ -84,25 +85,23 @@ class Supervisor(RunRecords, IslandRestarts, RunStop):
     # -- start ------------------------------------------------------------------
     def _start_actors(self) -> None:
         s, raw = self.s, self.s.raw
-        # islands, the dispatcher and the prompt actor stay on the driver's node (cheap CPU
-        # actors, and their checkpoints land in the run directory there); evaluators go
-        # wherever the GPUs are
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
-        n_eval = self.gpus if self.gpus else s.ray.cpu_evaluators
-        lanes = s.ray.slots(gpu=bool(self.gpus))
-        opts = evaluator_options(gpu=bool(self.gpus), cpus=s.ray.evaluator_cpus,
-                                 max_restarts=s.ray.max_restarts, slots=lanes, seeds=self.seeds.per_evaluator)
+        # the dispatcher, the prompt evolver and the template engine stay on the driver's
+        # node (they cost no GPU, and a lost worker node must not take them); islands are
+        # spread over the nodes; an evaluator is pinned to each GPU of every node
+        count = int((raw.get("island") or {}).get("count", 1))
+        self._survey_cluster(count if s.ray.spread_islands else 0)
+        here = self._bookkeeping_strategy()
+        self.lanes = lanes = s.ray.slots(gpu=bool(self.gpus))
         eval_config = {**(raw.get("evaluator") or {})}
-        tuning = tuner_config(raw.get("templates") or {}) if s.run.tune else None
         if not s.run.evaluator_impl:  # the runtime places evaluators, so it sets their device
             eval_config["device"] = "cuda" if self.gpus else "cpu"
-        covered = sorted({rec.candidate.task_id for rec in self.prior if rec.result.correct})
-        self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
-            name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning,
-            lanes=lanes, backend=self.backend, seed_timeout_s=s.run.seed_timeout_s,
-            ncu_share=s.run.ncu_share, covered=covered)
-            for k in range(n_eval)}
+        self._evaluator_args = dict(
+            eval_config=eval_config, impl=s.run.evaluator_impl,
+            tuning=tuner_config(raw.get("templates") or {}) if s.run.tune else None,
+            lanes=lanes, backend=self.backend, seed_timeout_s=s.run.seed_timeout_s, ncu_share=s.run.ncu_share,
+            covered=sorted({rec.candidate.task_id for rec in self.prior if rec.result.correct}))
+        self.evaluators = {slot.name: self._new_evaluator(slot)
+                           for slot in self._evaluator_slots(gpus=self.gpus, cpu_evaluators=s.ray.cpu_evaluators)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)
         spent = {t: p.evaluations for t, p in self.progress.tasks.items()}
@@ -129,12 +128,9 @@ class Supervisor(RunRecords, IslandRestarts, RunStop):
             self.proposer_actor = ProposerActor.options(scheduling_strategy=here).remote(
                 llm=raw.get("llm") or {}, templates=raw.get("templates") or {}, seed=s.seed)
             settings["proposer_actor"] = self.proposer_actor
-        count = int((raw.get("island") or {}).get("count", 1))
+        self._island_settings = settings
         for i in range(count):
-            self.islands[i] = IslandActor.options(max_restarts=s.ray.max_restarts, max_task_retries=0,
-                                                  scheduling_strategy=here).remote(
-                island_index=i, tasks=self.tasks, settings=settings, dispatcher=self.dispatcher,
-                prompt_actor=self.prompt_actor, checkpoint_dir=str(self.run_dir.island_checkpoint_dir(i)))
+            self.islands[i] = self._new_island(i, self.island_node.get(i) if s.ray.spread_islands else None)
         self._check_targets()
         again = self._to_evaluate_again()
         if again:
@@ -148,6 +144,21 @@ class Supervisor(RunRecords, IslandRestarts, RunStop):
             self.seeds.start(tasks=list(self.tasks.values()), evaluators=list(self.evaluators.values()),
                              islands=self.islands)
         self._write_evaluator_infos()  # the islands propose meanwhile; their work queues
+
+    def _new_island(self, i: int, node_id: str | None) -> Any:
+        """Start island i's actor on `node_id` (None: the driver's node); it loads its checkpoint."""
+        strategy = self._bookkeeping_strategy() if node_id is None else self._node_strategy(node_id)
+        return IslandActor.options(max_restarts=self.s.ray.max_restarts, max_task_retries=0,
+                                   scheduling_strategy=strategy).remote(
+            island_index=i, tasks=self.tasks, settings=self._island_settings, dispatcher=self.dispatcher,
+            prompt_actor=self.prompt_actor, checkpoint_dir=str(self.run_dir.island_checkpoint_dir(i)))
+
+    def _new_evaluator(self, slot) -> Any:
+        """Start the evaluator of an `actors.placement.EvaluatorSlot`."""
+        s = self.s
+        opts = evaluator_options(gpu=slot.gpu, cpus=s.ray.evaluator_cpus, max_restarts=s.ray.max_restarts,
+                                 slots=self.lanes, seeds=self.seeds.per_evaluator)
+        return EvaluatorActor.options(**self._placed(slot, opts)).remote(name=slot.name, **self._evaluator_args)
 
     def _device_facts(self) -> dict:
         """The first evaluator's device as the prompts describe it, waiting for its start
@@ -168,8 +179,9 @@ class Supervisor(RunRecords, IslandRestarts, RunStop):
         # one that answered with an error could not start (a bad evaluator config): raise it
         infos = {name: ray.get(ref) if ref in ready else self._evaluator_infos.get(name, {"name": name, "started": False})
                  for name, ref in refs.items()}
-        self._evaluator_infos = infos
-        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(list(infos.values()), indent=2))
+        self._evaluator_infos = infos = {name: self._with_node(info) for name, info in infos.items()}
+        rows = [*infos.values(), *self.lost_evaluators.values()]
+        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(rows, indent=2))
 
     def _to_evaluate_again(self) -> dict[int, list]:
         """Earlier sessions' unfinished candidates of this run's tasks not logged since, by
@@ -201,6 +213,7 @@ class Supervisor(RunRecords, IslandRestarts, RunStop):
         last_migration = time.monotonic()
         while True:
             time.sleep(self.s.run.poll_s)
+            self._watch_nodes()
             self._drain_all(timeout=self._left(DRAIN_S))
             for i in self.seeds.collect(islands=self.islands, say=self.view.say):
                 self.finished.pop(i, None)  # its loop had returned: the seed reopened a task
@@ -245,17 +258,22 @@ class Supervisor(RunRecords, IslandRestarts, RunStop):
         """Each island actor hands over the emigrants of its islands that are due; they
         go to the target islands of the configured topology (ring by default)."""
         from islands import Topology
+        self._count_immigrants()
         order = sorted(self.islands)
         if len(order) < 2:
             return
         island_cfg = self.s.raw.get("island") or {}
         topology = Topology(kind=str(island_cfg.get("topology", "ring")), count=len(order))
         try:
-            outgoing = ray.get([self.islands[i].emigrants.remote() for i in order], timeout=self._left(10.0))
-        except (RayActorError, GetTimeoutError):
+            calls = [self.islands[i].emigrants.remote() for i in order] + [self.islands[i].node.remote() for i in order]
+            answers = ray.get(calls, timeout=self._left(10.0))
+        except (RayError, GetTimeoutError):  # an island is dead or moving (its node lost): next round
             return
+        outgoing, nodes = answers[:len(order)], dict(zip(order, answers[len(order):]))
+        self.island_node.update(nodes)  # where each island runs now (a restart may have moved it)
         for i, by_task in zip(order, outgoing):
             by_task = {t: m for t, m in by_task.items() if m}
             if by_task:
                 for target in topology.targets(source=i):
-                    self.islands[target].immigrate.remote(by_task)
+                    entered = self.islands[target].immigrate.remote(by_task)
+                    self._note_migration(i, target, sum(map(len, by_task.values())), nodes, entered)
