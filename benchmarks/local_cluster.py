@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -60,6 +61,7 @@ class LocalCluster:
     nodes: list[LocalNode] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self._own_temp_dir = self.temp_dir is None
         if self.temp_dir is None:
             self.temp_dir = Path(tempfile.mkdtemp(prefix="kf-ray-"))
         self.temp_dir = Path(self.temp_dir)
@@ -115,7 +117,7 @@ class LocalCluster:
                 f"--temp-dir={self.temp_dir}", f"--system-config={json.dumps(self.system_config)}"]
         if self.dashboard:
             args += ["--include-dashboard=true", "--dashboard-host=127.0.0.1",
-                     f"--dashboard-port={self.base_port + 2}", f"--dashboard-grpc-port={self.base_port + 3}"]
+                     f"--dashboard-port={self.base_port + 2}"]
         else:
             args += ["--include-dashboard=false"]
         node = self._start("head", args, cpus=cpus, gpus=gpus, head=True)
@@ -146,8 +148,11 @@ class LocalCluster:
         no Ray connection)."""
         code = ("import ray, sys; ray.init(address=sys.argv[1], log_to_driver=False, configure_logging=False);"
                 "print(sum(1 for n in ray.nodes() if n['Alive']))")
-        out = subprocess.run([sys.executable, "-c", code, self.address], capture_output=True, text=True,
-                             timeout=60, env=self.client_env())
+        try:
+            out = subprocess.run([sys.executable, "-c", code, self.address], capture_output=True, text=True,
+                                 timeout=30, env=self.client_env())
+        except subprocess.TimeoutExpired:  # the head is not answering yet
+            return 0
         try:
             return int(out.stdout.strip().splitlines()[-1])
         except (ValueError, IndexError):
@@ -184,6 +189,8 @@ class LocalCluster:
                 pass
             if node.proc.poll() is None:
                 node.proc.wait(timeout=10)
+        if self._own_temp_dir:
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
     def __enter__(self) -> "LocalCluster":
         return self
