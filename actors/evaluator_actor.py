@@ -23,7 +23,6 @@ import ray
 
 from actors.evaluation import EvaluationService
 from actors.parts import device_ceilings, make_device_gate, make_evaluator
-from actors.seeding import SeedService
 from foundry.evaluate.hardware_profile import HardwareProfiler
 from foundry.tuning.explored import ExploredPoints
 from foundry.types import Candidate, EvalResult, Task
@@ -42,8 +41,11 @@ class EvaluatorActor:
         self.device, self.impl = device, impl
         self.threads = int(eval_config.get("threads", 1))
         self.gate = make_device_gate(device, lanes=lanes)
-        self.seeds = None if impl else SeedService(device=device, backend=backend, timeout_s=seed_timeout_s,
-                                                   threads=self.threads, gate=self.gate)
+        self.seeds = None
+        if not impl:  # imported here: it loads torch, which a stand-in evaluator's process does without
+            from actors.seeding import SeedService
+            self.seeds = SeedService(device=device, backend=backend, timeout_s=seed_timeout_s,
+                                     threads=self.threads, gate=self.gate)
         # before any lane runs: measuring the device's ceilings must not overlap a timed section
         self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
         explored = ExploredPoints()  # the lanes' tuners share what each parameter space gave

@@ -2,8 +2,8 @@
 in what `ray.nodes()` says, so this is tested on plain records).
 
 - Evaluators: one per GPU of every alive node, each pinned to its node (a node added
-  later gets its own); on a cluster without GPUs, `ray.cpu_evaluators` wherever Ray puts
-  them.
+  later gets its own; with `ray.max_gpu_evaluators` below the GPU count, round-robin over
+  the nodes); on a cluster without GPUs, `ray.cpu_evaluators` wherever Ray puts them.
 - Islands: spread round-robin over the alive nodes, the driver's node first, each pinned
   to its node (`actors.cluster_care` starts an island whose node is lost again on another).
 - The driver's bookkeeping (dispatcher, prompt evolver, shared template engine): pinned to
@@ -64,16 +64,20 @@ def gpu_evaluator_slots(nodes: Iterable[ClusterNode], *, start: int = 0, limit: 
                         taken: Mapping[str, int] | None = None) -> list[EvaluatorSlot]:
     """One slot per GPU of every alive node not already served (`taken`: node id -> its
     evaluators so far), named evaluator-<start>, evaluator-<start+1>, ...; at most
-    `limit` in all (None: every GPU)."""
+    `limit` in all (None: every GPU). Round-robin over the nodes (a GPU of each node, then
+    a second of each, ...), so that fewer evaluators than GPUs spread over the nodes."""
     taken = dict(taken or {})
+    free = {n.node_id: max(0, n.gpus - taken.get(n.node_id, 0)) for n in nodes if n.alive}
+    order = [node_id for node_id in free]
     slots: list[EvaluatorSlot] = []
-    for node in nodes:
-        if not node.alive:
-            continue
-        for _ in range(max(0, node.gpus - taken.get(node.node_id, 0))):
+    while any(free.values()):
+        for node_id in order:
+            if not free[node_id]:
+                continue
             if limit is not None and len(slots) >= limit:
                 return slots
-            slots.append(EvaluatorSlot(name=f"evaluator-{start + len(slots)}", node_id=node.node_id, gpu=True))
+            free[node_id] -= 1
+            slots.append(EvaluatorSlot(name=f"evaluator-{start + len(slots)}", node_id=node_id, gpu=True))
     return slots
 
 

@@ -7,9 +7,9 @@ behaviour. Used by tests/cluster/ and benchmarks/cluster_scaling.py; also a scri
     python -m foundry +exp=smoke ray.address=127.0.0.1:46400 ...
     # Ctrl-C stops every node it started
 
-Each node runs in a process group of its own, so removing a node (`remove`, SIGKILL to
-its group: its raylet and every worker process on it) and the final `shutdown` touch
-only the processes this cluster started; nothing calls `ray stop`, which would stop
+Each node runs in a session of its own (`start_new_session`), so removing a node
+(`remove`, SIGKILL to every process of its session: its raylet and every worker process
+on it) and the final `shutdown` touch only the processes this cluster started; nothing calls `ray stop`, which would stop
 every Ray node of the machine.
 """
 
@@ -133,14 +133,11 @@ class LocalCluster:
 
     def remove(self, node: LocalNode, sig: int = signal.SIGKILL) -> None:
         """The node goes away at once: its raylet and every process on it get `sig`."""
-        try:
-            os.killpg(node.proc.pid, sig)
-        except ProcessLookupError:
-            pass
+        _signal_session(node.proc.pid, sig)
         try:
             node.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            os.killpg(node.proc.pid, signal.SIGKILL)
+            _signal_session(node.proc.pid, signal.SIGKILL)
             node.proc.wait(timeout=10)
 
     def alive_nodes(self) -> int:
@@ -183,10 +180,7 @@ class LocalCluster:
                 node.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
-            try:  # whatever is left of its group (workers the raylet started)
-                os.killpg(node.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            _signal_session(node.proc.pid, signal.SIGKILL)  # whatever is left of it
             if node.proc.poll() is None:
                 node.proc.wait(timeout=10)
         if self._own_temp_dir:
@@ -197,6 +191,29 @@ class LocalCluster:
 
     def __exit__(self, *exc) -> None:
         self.shutdown()
+
+
+def session_pids(sid: int) -> list[int]:
+    """The processes of session `sid`: a node's `ray start`, its raylet and the worker
+    processes the raylet started (each worker has a process group of its own, but stays
+    in the node's session)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.getsid(int(entry)) == sid:
+                    pids.append(int(entry))
+            except (ProcessLookupError, PermissionError):
+                continue
+    return pids
+
+
+def _signal_session(sid: int, sig: int) -> None:
+    for pid in session_pids(sid):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
 
 
 def main() -> int:

@@ -22,9 +22,10 @@ def test_nodes_evaluator_slots_and_island_spread():
                             _row("gone", 40, gpus=8, alive=False)])
     assert [n.node_id for n in nodes] == ["h", "w1", "w2", "gone"] and nodes[0].head and nodes[1].label.startswith("10.0.0.1:20")
     slots = gpu_evaluator_slots(nodes)
-    assert [(s.name, s.node_id) for s in slots] == [("evaluator-0", "w1"), ("evaluator-1", "w1"),
-                                                    ("evaluator-2", "w2"), ("evaluator-3", "w2")]
-    assert len(gpu_evaluator_slots(nodes, limit=3)) == 3
+    assert [(s.name, s.node_id) for s in slots] == [("evaluator-0", "w1"), ("evaluator-1", "w2"),
+                                                    ("evaluator-2", "w1"), ("evaluator-3", "w2")]
+    # fewer evaluators than GPUs: spread over the nodes
+    assert [s.node_id for s in gpu_evaluator_slots(nodes, limit=2)] == ["w1", "w2"]
     # a node that joins: numbering goes on, nodes already served get nothing more
     late = ClusterNode(node_id="w3", address="10.0.0.1:50", gpus=1, cpus=2, head=False, alive=True)
     more = gpu_evaluator_slots([*nodes, late], start=4, taken={"w1": 2, "w2": 2})

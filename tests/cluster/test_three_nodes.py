@@ -69,10 +69,10 @@ def test_evaluators_on_every_gpu_of_both_workers_and_migration_across_nodes(clus
     assert "## Cluster" in report and all(e["node"] in report for e in evaluators.values())
 
 
-def test_a_worker_node_lost_mid_run(cluster, tmp_path):
-    """Runs last in this module: it takes one worker node away for good."""
+def test_a_worker_node_lost_mid_run_and_one_added(cluster, tmp_path):
+    """Runs last in this module: it takes one worker node away, then starts another."""
     run_dir = tmp_path / "run"
-    budget = 60
+    budget = 70
     lost = {}
 
     def remove_a_worker():
@@ -92,6 +92,8 @@ def test_a_worker_node_lost_mid_run(cluster, tmp_path):
                 done = len(records)
                 lost.update(at=done, evaluators=evaluators)
                 cluster.remove(victim)
+                time.sleep(2.0)
+                lost["added"] = cluster.add_worker(cpus=2, gpus=2, wait=False)
                 return
 
     killer = threading.Thread(target=remove_a_worker, daemon=True)
@@ -131,3 +133,7 @@ def test_a_worker_node_lost_mid_run(cluster, tmp_path):
     report = (run_dir / "report.md").read_text()
     assert f"node {gone['label']} lost" in report
     assert f"node {gone['label']} lost" in proc.stdout
+    # the node started after the loss got an evaluator per GPU, and they judged candidates
+    (joined,) = [e for e in session["cluster"]["events"] if e["event"] == "added"]
+    assert len(joined["evaluators"]) == 2 and not set(joined["evaluators"]) & set(lost["evaluators"])
+    assert {r.evaluator for r in records} & set(joined["evaluators"]), "the new node's evaluators judged nothing"
