@@ -1,4 +1,4 @@
-"""Helpers of tests/cluster/: the main job run against a local multi-node cluster
+"""What tests/cluster/ share: the main job run against a local multi-node cluster
 (benchmarks/local_cluster.py), and what its run directory says about placement."""
 
 from __future__ import annotations
