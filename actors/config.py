@@ -82,6 +82,7 @@ class RayConfig(_FromConfig):
     # candidates in flight per evaluator, each in a lane of its own (timed one at a time);
     # null: GPU_LANES per GPU evaluator, 1 per CPU evaluator
     slots_per_evaluator: int | None = _field("int", None, nullable=True, min=1)
+    spread_islands: bool = _field("bool", True)  # islands round-robin over the cluster's nodes
     island_actors: int | None = _field("int", None, nullable=True, min=1)  # null: one per island
     max_restarts: int = _field("int", 3, min=-1)  # per actor (-1: unlimited)
     include_dashboard: bool = _field("bool", False)

@@ -85,9 +85,12 @@ class Balancer:
     spent_per_key: dict = field(default_factory=dict)
     workers: dict = field(default_factory=dict)
     on_settle: Callable[[Any, Any, BaseException | None], None] | None = None
+    payload_id: Callable[[Any], str] | None = None  # names a payload in `requeued_from`
     requeued: int = 0
+    requeued_from: dict = field(default_factory=dict)  # worker -> ids of the items it lost (payload_id)
     _queue: asyncio.Queue | None = None
     _tasks: list = field(default_factory=list)
+    _worker_tasks: dict = field(default_factory=dict)  # worker -> its slot coroutines
     _closed: dict = field(default_factory=dict)  # key -> reason; "" key: everything
     _submitted: int = 0
     _live: dict = field(default_factory=dict)  # id(item) -> item, queued or being evaluated
@@ -102,7 +105,22 @@ class Balancer:
     def add_worker(self, name: str, call: Callable[[Any], Awaitable[Any]], *, slots: int = 1) -> None:
         self.workers[name] = WorkerStats()
         for _ in range(slots):
-            self._tasks.append(asyncio.ensure_future(self._work(name, call)))
+            task = asyncio.ensure_future(self._work(name, call))
+            self._tasks.append(task)
+            self._worker_tasks.setdefault(name, []).append(task)
+
+    def remove_worker(self, name: str) -> int:
+        """Stop using a worker (its node is gone): its slots stop, and what it was
+        evaluating goes back to the queue for the others. Returns how many items it had."""
+        stats = self.workers.get(name)
+        if stats is None or not stats.alive:
+            return 0
+        stats.alive = False
+        held = stats.busy
+        for task in self._worker_tasks.pop(name, []):
+            task.cancel()
+        self._fail_if_no_worker()
+        return held
 
     def close(self, reason: str, key: str | None = None) -> None:
         """Refuse further submissions (for `key`, or all when None)."""
@@ -161,10 +179,19 @@ class Balancer:
             item.worker, item.started = name, time.monotonic()
             try:
                 result = await call(item.payload)
+            except asyncio.CancelledError:  # the worker was removed: the item goes to another
+                stats.busy -= 1
+                self._lost_by(name, item)
+                item.worker, item.started = "", None
+                if not item.abandoned:
+                    self.requeued += 1
+                    self.queue.put_nowait(item)
+                raise
             except WorkerLost as e:
                 stats.busy -= 1
                 stats.lost += 1
                 stats.consecutive_lost += 1
+                self._lost_by(name, item)
                 item.worker, item.started = "", None
                 if item.abandoned:
                     continue
@@ -190,6 +217,10 @@ class Balancer:
             stats.consecutive_lost = 0
             self._settle(item, result, None)
 
+    def _lost_by(self, name: str, item: _Item) -> None:
+        if self.payload_id is not None:
+            self.requeued_from.setdefault(name, []).append(self.payload_id(item.payload))
+
     def _settle(self, item: _Item, result: Any, error: BaseException | None) -> None:
         if item.abandoned:  # already handed back by `abandon`
             return
@@ -214,6 +245,7 @@ class Balancer:
 
     def stats(self) -> dict:
         return {"submitted": self._submitted, "queued": self.queue.qsize(), "requeued": self.requeued,
+                "requeued_from": {n: list(ids) for n, ids in self.requeued_from.items()},
                 "abandoned": len(self._abandoned),
                 "busy": sum(w.busy for w in self.workers.values()),
                 "workers": {n: vars(w).copy() for n, w in self.workers.items()}}

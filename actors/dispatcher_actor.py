@@ -14,7 +14,7 @@ import time
 from typing import Any, Iterable
 
 import ray
-from ray.exceptions import RayActorError
+from ray.exceptions import ActorUnschedulableError, RayActorError
 
 from actors.dispatch import TWIN, TWIN_PENDING, Balancer, EvaluationLost, Refused, WorkerLost
 from actors.evaluation import as_logged
@@ -29,7 +29,7 @@ def _caller(handle):
         task, candidate, _origin = payload
         try:
             return await handle.evaluate.remote(task, candidate)
-        except RayActorError as e:
+        except (RayActorError, ActorUnschedulableError) as e:  # the second: its node is gone
             raise WorkerLost(type(e).__name__) from None
     return call
 
@@ -59,7 +59,7 @@ class DispatcherActor:
         self.balancer = Balancer(budget=budget, budget_per_key=budget_per_key,
                                  spent_per_key=dict(spent_per_key or {}),
                                  max_attempts=max_attempts, retry_delay_s=retry_delay_s,
-                                 on_settle=self._file)
+                                 on_settle=self._file, payload_id=lambda p: p[1].candidate_id)
         self.twins = Twins()
         self.twins.prime(judged)
         self._evaluators: dict[str, Any] = {}  # name -> handle
@@ -77,6 +77,15 @@ class DispatcherActor:
         for name, handle in handles.items():
             self.balancer.add_worker(name, _caller(handle), slots=slots)
             self._evaluators[name] = handle
+
+    async def remove_evaluators(self, names: list[str]) -> int:
+        """Stop sending work to these evaluators (their node is gone); what they were
+        evaluating goes back to the queue. Returns how many candidates went back."""
+        back = 0
+        for name in names:
+            back += self.balancer.remove_worker(name)
+            self._evaluators.pop(name, None)
+        return back
 
     async def profile(self, evaluator: str, task: Task, candidate: Candidate, result: EvalResult) -> dict | None:
         """Hardware metrics of an elite from the evaluator that judged it (its device);

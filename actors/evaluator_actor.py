@@ -23,7 +23,6 @@ import ray
 
 from actors.evaluation import EvaluationService
 from actors.parts import device_ceilings, make_device_gate, make_evaluator
-from actors.seeding import SeedService
 from foundry.evaluate.hardware_profile import HardwareProfiler
 from foundry.tuning.explored import ExploredPoints
 from foundry.types import Candidate, EvalResult, Task
@@ -37,12 +36,16 @@ class EvaluatorActor:
         """`covered`: tasks an earlier session of the run has a correct kernel for (with
         `tune_uncovered` false, their candidates are tuned from the start)."""
         self.name = name
+        self.node_id = ray.get_runtime_context().get_node_id()  # where Ray placed it
         device = str(eval_config.get("device", "cpu"))
         self.device, self.impl = device, impl
         self.threads = int(eval_config.get("threads", 1))
         self.gate = make_device_gate(device, lanes=lanes)
-        self.seeds = None if impl else SeedService(device=device, backend=backend, timeout_s=seed_timeout_s,
-                                                   threads=self.threads, gate=self.gate)
+        self.seeds = None
+        if not impl:  # imported here: it loads torch, which a stand-in evaluator's process does without
+            from actors.seeding import SeedService
+            self.seeds = SeedService(device=device, backend=backend, timeout_s=seed_timeout_s,
+                                     threads=self.threads, gate=self.gate)
         # before any lane runs: measuring the device's ceilings must not overlap a timed section
         self.ceilings, self.ceilings_note = device_ceilings(device) if not impl else (None, "a stand-in evaluator")
         explored = ExploredPoints()  # the lanes' tuners share what each parameter space gave
@@ -74,7 +77,8 @@ class EvaluatorActor:
         self.busy_s += busy
         # where the lane's time went: when it began (epoch s) and how long the candidate held it,
         # tuning included
-        lane = {"index": self.services.index(service), "started_at": round(wall, 3), "busy_s": round(busy, 3)}
+        lane = {"index": self.services.index(service), "started_at": round(wall, 3), "busy_s": round(busy, 3),
+                "node_id": self.node_id}
         result = dataclasses.replace(result, metrics={**(result.metrics or {}), "lane": lane})
         return candidate, result, self.name
 
@@ -112,7 +116,7 @@ class EvaluatorActor:
         return self.seeds.candidate(task)
 
     def info(self) -> dict:
-        return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(),
+        return {"name": self.name, "pid": os.getpid(), "host": socket.gethostname(), "node_id": self.node_id,
                 "gpu_ids": [str(g) for g in ray.get_gpu_ids()], "evaluated": self.count,
                 "lanes": len(self.services), "busy_s": round(self.busy_s, 3), "gate": self.gate.snapshot(),
                 "ceilings": getattr(self.ceilings, "source", None) or self.ceilings_note,

@@ -142,6 +142,10 @@ class IslandActor:
     def checkpoint(self) -> None:
         self.worker.checkpoint(self.checkpoint_dir)
 
+    def node(self) -> str:
+        """The id of the Ray node this incarnation runs on."""
+        return ray.get_runtime_context().get_node_id()
+
     def status(self) -> dict:
         return {"pid": os.getpid(), "restored": self.restored,
                 "held": {t: len(h.island.history) for t, h in self.worker.hosts.items()}}

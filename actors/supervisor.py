@@ -6,33 +6,39 @@ the wall-time budget at the latest (a drain that has not answered is collected a
 next poll), and `stop` waits for work in flight at most `run.stop_timeout_s`, then takes
 at most `FINISH_S` more to hand over what finished, record what did not (as unfinished,
 never as evaluated), save checkpoints and kill every actor that is still running.
+
+The pieces: `actors.run_records` (what goes into the run directory), `actors.island_restarts`
+(islands that died), `actors.run_stop` (the stop); this module starts the run and watches it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import time
 from typing import Any
 
 import ray
-from ray.exceptions import GetTimeoutError, RayActorError, RayError
+from ray.exceptions import GetTimeoutError, RayError
 
+from actors.actor_calls import ready_refs, value_or_none
+from actors.cluster_care import ClusterCare
 from actors.dispatcher_actor import DispatcherActor
 from actors.evaluation import tuner_config
 from actors.evaluator_actor import EvaluatorActor, evaluator_options
 from actors.island_actor import IslandActor
+from actors.island_restarts import IslandRestarts
 from actors.prompt_actor import PromptEvolverActor
+from actors.proposer_actor import ProposerActor
+from actors.run_records import DRAIN_S, RunRecords
+from actors.run_stop import FINISH_S, RunStop
 from actors.seeding import SeedRequests, seeds_at_once
 from actors.twins import KEPT as TWINS_KEPT
-from actors.proposer_actor import ProposerActor
 from foundry.store.rundir import write_atomic
-from foundry.store.unfinished import Unfinished, still_unfinished, write_unfinished
+from foundry.store.unfinished import Unfinished
 
+__all__ = ["FINISH_S", "Supervisor"]
 log = logging.getLogger("foundry.run")
-FINISH_S = 5.0  # after the wait for work in flight: final drain, unfinished, checkpoints, kills
-DRAIN_S = 10.0  # longest a poll waits for the islands' drains
 DEVICE_FACTS_S = 120.0  # longest the start waits for an evaluator to describe its device (LLM runs)
 
 
@@ -41,7 +47,7 @@ def _llm_enabled(llm: dict) -> bool:
     return LLMConfig.from_config(dict(llm)).enabled
 
 
-class Supervisor:
+class Supervisor(RunRecords, IslandRestarts, RunStop, ClusterCare):
     def __init__(self, *, settings: Any, run_dir: Any, tasks: list, backend: str, gpus: int,
                  prior: list, evlog: Any, progress: Any, view: Any,
                  unfinished: list[Unfinished] | tuple = (), started: float | None = None):
@@ -77,33 +83,26 @@ class Supervisor:
         self.seeds = SeedRequests(per_evaluator=seeds_at_once(settings.run.seeds_per_evaluator, gpu=bool(gpus),
                                                                 gpu_evaluators=max(1, int(gpus))))
 
-    def _note(self, cand, result, *, session: bool) -> None:
-        self.by_island.setdefault(cand.island_id, []).append((cand, result))
-        self.logged.add((cand.island_id, cand.candidate_id))
-        self.progress.record(cand, result, session=session)
-
     # -- start ------------------------------------------------------------------
     def _start_actors(self) -> None:
         s, raw = self.s, self.s.raw
-        # islands, the dispatcher and the prompt actor stay on the driver's node (cheap CPU
-        # actors, and their checkpoints land in the run directory there); evaluators go
-        # wherever the GPUs are
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-        here = NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True)
-        n_eval = self.gpus if self.gpus else s.ray.cpu_evaluators
-        lanes = s.ray.slots(gpu=bool(self.gpus))
-        opts = evaluator_options(gpu=bool(self.gpus), cpus=s.ray.evaluator_cpus,
-                                 max_restarts=s.ray.max_restarts, slots=lanes, seeds=self.seeds.per_evaluator)
+        # the dispatcher, the prompt evolver and the template engine stay on the driver's
+        # node (they cost no GPU, and a lost worker node must not take them); islands are
+        # spread over the nodes; an evaluator is pinned to each GPU of every node
+        count = int((raw.get("island") or {}).get("count", 1))
+        self._survey_cluster(count if s.ray.spread_islands else 0)
+        here = self._bookkeeping_strategy()
+        self.lanes = lanes = s.ray.slots(gpu=bool(self.gpus))
         eval_config = {**(raw.get("evaluator") or {})}
-        tuning = tuner_config(raw.get("templates") or {}) if s.run.tune else None
         if not s.run.evaluator_impl:  # the runtime places evaluators, so it sets their device
             eval_config["device"] = "cuda" if self.gpus else "cpu"
-        covered = sorted({rec.candidate.task_id for rec in self.prior if rec.result.correct})
-        self.evaluators = {f"evaluator-{k}": EvaluatorActor.options(**opts).remote(
-            name=f"evaluator-{k}", eval_config=eval_config, impl=s.run.evaluator_impl, tuning=tuning,
-            lanes=lanes, backend=self.backend, seed_timeout_s=s.run.seed_timeout_s,
-            ncu_share=s.run.ncu_share, covered=covered)
-            for k in range(n_eval)}
+        self._evaluator_args = dict(
+            eval_config=eval_config, impl=s.run.evaluator_impl,
+            tuning=tuner_config(raw.get("templates") or {}) if s.run.tune else None,
+            lanes=lanes, backend=self.backend, seed_timeout_s=s.run.seed_timeout_s, ncu_share=s.run.ncu_share,
+            covered=sorted({rec.candidate.task_id for rec in self.prior if rec.result.correct}))
+        self.evaluators = {slot.name: self._new_evaluator(slot)
+                           for slot in self._evaluator_slots(gpus=self.gpus, cpu_evaluators=s.ray.cpu_evaluators)}
         done = self.progress.evaluations
         budget = None if s.budget.evaluations is None else max(0, s.budget.evaluations - done)
         spent = {t: p.evaluations for t, p in self.progress.tasks.items()}
@@ -130,12 +129,9 @@ class Supervisor:
             self.proposer_actor = ProposerActor.options(scheduling_strategy=here).remote(
                 llm=raw.get("llm") or {}, templates=raw.get("templates") or {}, seed=s.seed)
             settings["proposer_actor"] = self.proposer_actor
-        count = int((raw.get("island") or {}).get("count", 1))
+        self._island_settings = settings
         for i in range(count):
-            self.islands[i] = IslandActor.options(max_restarts=s.ray.max_restarts, max_task_retries=0,
-                                                  scheduling_strategy=here).remote(
-                island_index=i, tasks=self.tasks, settings=settings, dispatcher=self.dispatcher,
-                prompt_actor=self.prompt_actor, checkpoint_dir=str(self.run_dir.island_checkpoint_dir(i)))
+            self.islands[i] = self._new_island(i, self.island_node.get(i) if s.ray.spread_islands else None)
         self._check_targets()
         again = self._to_evaluate_again()
         if again:
@@ -150,11 +146,26 @@ class Supervisor:
                              islands=self.islands)
         self._write_evaluator_infos()  # the islands propose meanwhile; their work queues
 
+    def _new_island(self, i: int, node_id: str | None) -> Any:
+        """Start island i's actor on `node_id` (None: the driver's node); it loads its checkpoint."""
+        strategy = self._bookkeeping_strategy() if node_id is None else self._node_strategy(node_id)
+        return IslandActor.options(max_restarts=self.s.ray.max_restarts, max_task_retries=0,
+                                   scheduling_strategy=strategy).remote(
+            island_index=i, tasks=self.tasks, settings=self._island_settings, dispatcher=self.dispatcher,
+            prompt_actor=self.prompt_actor, checkpoint_dir=str(self.run_dir.island_checkpoint_dir(i)))
+
+    def _new_evaluator(self, slot) -> Any:
+        """Start the evaluator of an `actors.placement.EvaluatorSlot`."""
+        s = self.s
+        opts = evaluator_options(gpu=slot.gpu, cpus=s.ray.evaluator_cpus, max_restarts=s.ray.max_restarts,
+                                 slots=self.lanes, seeds=self.seeds.per_evaluator)
+        return EvaluatorActor.options(**self._placed(slot, opts)).remote(name=slot.name, **self._evaluator_args)
+
     def _device_facts(self) -> dict:
         """The first evaluator's device as the prompts describe it, waiting for its start
         (at most DEVICE_FACTS_S, never past the budget); {} when it does not answer."""
         first = next(iter(self.evaluators.values()), None)
-        facts = _get(first.device_facts.remote(), timeout=self._left(DEVICE_FACTS_S)) if first is not None else None
+        facts = value_or_none(first.device_facts.remote(), timeout=self._left(DEVICE_FACTS_S)) if first is not None else None
         if facts is None:
             log.warning("the prompts go without a hardware section: the first evaluator did not describe its device")
         return dict(facts or {})
@@ -165,12 +176,13 @@ class Supervisor:
         not answer in `timeout` (default: by the wall-time budget) keeps what it said before,
         or is listed as not started."""
         refs = {name: e.info.remote() for name, e in self.evaluators.items()}
-        ready = _ready(list(refs.values()), self._left(None) if timeout is None else timeout)
+        ready = ready_refs(list(refs.values()), self._left(None) if timeout is None else timeout)
         # one that answered with an error could not start (a bad evaluator config): raise it
         infos = {name: ray.get(ref) if ref in ready else self._evaluator_infos.get(name, {"name": name, "started": False})
                  for name, ref in refs.items()}
-        self._evaluator_infos = infos
-        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(list(infos.values()), indent=2))
+        self._evaluator_infos = infos = {name: self._with_node(info) for name, info in infos.items()}
+        rows = [*infos.values(), *self.lost_evaluators.values()]
+        write_atomic(self.run_dir.path / "evaluators.json", json.dumps(rows, indent=2))
 
     def _to_evaluate_again(self) -> dict[int, list]:
         """Earlier sessions' unfinished candidates of this run's tasks not logged since, by
@@ -182,13 +194,6 @@ class Supervisor:
             if c.task_id in self.tasks and (c.island_id, c.candidate_id) not in self.logged and count:
                 out.setdefault(c.island_id % count, []).append(c)
         return out
-
-    def _launch(self, i: int) -> None:
-        actor = self.islands[i]
-        actor.replay.remote(self.by_island.get(i, []))
-        for task_id, reason in self.retired.items():
-            actor.retire.remote(task_id, reason)
-        self.runs[i] = actor.run.remote()
 
     def _deadline(self) -> float | None:
         b = self.s.budget.wall_time_s
@@ -209,6 +214,7 @@ class Supervisor:
         last_migration = time.monotonic()
         while True:
             time.sleep(self.s.run.poll_s)
+            self._watch_nodes()
             self._drain_all(timeout=self._left(DRAIN_S))
             for i in self.seeds.collect(islands=self.islands, say=self.view.say):
                 self.finished.pop(i, None)  # its loop had returned: the seed reopened a task
@@ -224,134 +230,6 @@ class Supervisor:
                 self._migrate()
                 last_migration = time.monotonic()
             self.view.update()
-
-    def _drain_all(self, timeout: float | None = DRAIN_S, *, final: bool = False) -> None:
-        """Log what the islands evaluated, waiting for their drains together, `timeout`
-        seconds at most; a drain not answered yet is collected at the next call (never
-        issued twice, so nothing it holds is lost). `final`: the dispatcher's ledger also
-        hands over what live islands had not handed over yet (no island is drained again)."""
-        until = None if timeout is None else time.monotonic() + timeout
-        for i, a in self.islands.items():
-            if i not in self._drains:
-                self._drains[i] = a.drain.remote()
-        if self._calls_ref is None:
-            self._calls_ref = self.prompt_actor.drain_calls.remote()
-        ready = set(_ready([*self._drains.values(), self._calls_ref], timeout))
-        claims: dict[str, list] = {}
-        for i, ref in list(self._drains.items()):
-            if ref not in ready:
-                continue
-            del self._drains[i]
-            out = _get(ref)
-            if out is not None:
-                claims[out["origin"]] = out["settled"]
-                self._take_drained(i, out)
-        if self._calls_ref in ready:
-            self._add_calls(_get(self._calls_ref) or [])
-            self._calls_ref = None
-        ledger_s = DRAIN_S if until is None else max(0.5, until - time.monotonic())
-        orphans = _get(self.dispatcher.sync_ledger.remote(claims, final), timeout=ledger_s)
-        if orphans is None:
-            log.warning("the dispatcher's ledger did not answer")
-        self._log_orphans(orphans or [], final=final)
-
-    def _take_drained(self, i: int, out: dict) -> None:
-        self.peak_rss_mb[f"island-{i}"] = max(self.peak_rss_mb.get(f"island-{i}", 0.0),
-                                              float(out.get("peak_rss_mb") or 0.0))
-        for cand, result, evaluator in out["records"]:
-            self.evlog.append(cand, result, evaluator=evaluator)
-            self._note(cand, result, session=True)
-        self.settled_ids.update(out["settled"])
-        self._add_calls(out["llm_calls"])
-        for task_id, why in out["retired"].items():
-            if task_id in self.progress.tasks and not self.progress.tasks[task_id].status:
-                self.progress.tasks[task_id].status = why
-
-    def _log_orphans(self, orphans: list, *, final: bool = False) -> None:
-        """Log what a dead island incarnation (`final`: any island, as the run stops) had
-        evaluated but never handed over, with its descriptor cell, and give it to the
-        island's new incarnation."""
-        by_island: dict[int, list] = {}
-        for o in orphans:
-            self.settled_ids.add(o.submitted_id or o.candidate.candidate_id)
-            cand = o.candidate
-            if (cand.island_id, cand.candidate_id) in self.logged:  # the island had dropped it as a twin
-                continue
-            result = dataclasses.replace(o.result, descriptor=self._cell(cand))
-            self.evlog.append(cand, result, evaluator=o.evaluator)
-            self._note(cand, result, session=True)
-            by_island.setdefault(cand.island_id, []).append((cand, result))
-        for i, records in by_island.items():
-            whose = "it" if final else "its dead process"
-            self.view.say(f"island {i}: logged {len(records)} evaluation(s) {whose} had not handed over")
-            if i in self.islands:
-                self.islands[i].replay.remote(records)
-
-    def _cell(self, cand) -> tuple:
-        from actors.parts import make_island
-        key = (cand.island_id, cand.task_id)
-        if key not in self._describers:
-            self._describers[key] = make_island(island=self.s.raw.get("island") or {},
-                                                island_index=cand.island_id, task_id=cand.task_id, seed=self.s.seed)
-        return tuple(self._describers[key].describe(cand)[1])
-
-    def _add_calls(self, calls: list) -> None:
-        if not calls:
-            return
-        self.run_dir.append_llm_calls(calls)
-        for c in calls:
-            cost = float(c.get("cost_usd") or 0.0)
-            self.llm_cost_usd += cost
-            t = self.progress.tasks.get(str(c.get("task_id") or ""))
-            if t is not None:
-                t.llm_cost_usd += cost
-
-    def _check_runs(self, *, relaunch: bool = True) -> None:
-        """Note the islands whose loop returned; restart those that died or failed (when
-        stopping, `relaunch` False: only note them)."""
-        pending = [r for i, r in self.runs.items() if i not in self.finished]
-        if not pending:
-            return
-        ready, _ = ray.wait(pending, num_returns=len(pending), timeout=0)
-        for i, ref in list(self.runs.items()):
-            if ref not in ready or i in self.finished:
-                continue
-            try:
-                self.finished[i] = ray.get(ref)
-            except RayActorError as e:
-                if not relaunch:  # what it had in flight comes from the ledger at the final drain
-                    self._drains.pop(i, None)
-                    self.finished[i] = f"island {i} died while the run stopped"
-                    continue
-                self._mark_dead(i)
-                self.view.say(f"island {i}: actor died ({type(e).__name__}); restarting from its checkpoint")
-                self._relaunch(i)
-            except Exception as e:  # noqa: BLE001 - a bug in an island's loop: say it, go on
-                first = str(e).strip().splitlines()[-1][:300] if str(e).strip() else type(e).__name__
-                if not relaunch:
-                    self.finished[i] = f"island {i}: its loop failed ({first})"
-                    continue
-                self.view.say(f"island {i}: its loop failed ({first}); starting it again")
-                self._relaunch(i)
-
-    def _mark_dead(self, i: int) -> None:
-        """Before the island runs again: what its dead incarnation had in flight or had
-        not handed over becomes orphans the driver logs (the dispatcher kept them)."""
-        self._drains.pop(i, None)  # a drain of the dead incarnation never answers
-        try:
-            ray.get(self.dispatcher.mark_dead.remote(i), timeout=max(1.0, self._left(30.0)))
-        except (RayActorError, GetTimeoutError) as e:
-            log.warning("island %d: its evaluations in flight could not be recovered: %s", i, e)
-
-    def _relaunch(self, i: int) -> None:
-        self.relaunches[i] = self.relaunches.get(i, 0) + 1
-        if self.relaunches[i] > max(3, self.s.ray.max_restarts):
-            self.finished[i] = f"island {i} failed {self.relaunches[i]} times"
-            return
-        try:
-            self._launch(i)
-        except RayActorError:
-            self.finished[i] = f"island {i}: its actor could not be restarted"
 
     def _check_targets(self) -> None:
         target = self.s.budget.target_speedup
@@ -381,123 +259,22 @@ class Supervisor:
         """Each island actor hands over the emigrants of its islands that are due; they
         go to the target islands of the configured topology (ring by default)."""
         from islands import Topology
+        self._count_immigrants()
         order = sorted(self.islands)
         if len(order) < 2:
             return
         island_cfg = self.s.raw.get("island") or {}
         topology = Topology(kind=str(island_cfg.get("topology", "ring")), count=len(order))
         try:
-            outgoing = ray.get([self.islands[i].emigrants.remote() for i in order], timeout=self._left(10.0))
-        except (RayActorError, GetTimeoutError):
+            calls = [self.islands[i].emigrants.remote() for i in order] + [self.islands[i].node.remote() for i in order]
+            answers = ray.get(calls, timeout=self._left(10.0))
+        except (RayError, GetTimeoutError):  # an island is dead or moving (its node lost): next round
             return
+        outgoing, nodes = answers[:len(order)], dict(zip(order, answers[len(order):]))
+        self.island_node.update(nodes)  # where each island runs now (a restart may have moved it)
         for i, by_task in zip(order, outgoing):
             by_task = {t: m for t, m in by_task.items() if m}
             if by_task:
                 for target in topology.targets(source=i):
-                    self.islands[target].immigrate.remote(by_task)
-
-    # -- stop -------------------------------------------------------------------
-    def stop(self, reason: str, *, wait: bool = True) -> None:
-        """Stop the islands; with `wait`, wait for work in flight (`run.stop_timeout_s` at
-        most); then, within `FINISH_S`, log what finished, record what did not as
-        unfinished, save checkpoints and kill the actors. Returns within
-        stop_timeout_s + FINISH_S (FINISH_S without `wait`) however long evaluations take;
-        a second call (Ctrl-C during the wait) finishes what the first left."""
-        if self._stopped:
-            return
-        if self.dispatcher is not None:
-            self.dispatcher.close.remote(reason)
-        for actor in self.islands.values():
-            actor.stop.remote(reason)
-        if wait and self.islands:
-            self._wait_for_work(until=time.monotonic() + self.s.run.stop_timeout_s)
-        self._finish(reason, until=time.monotonic() + FINISH_S)
-
-    def _wait_for_work(self, *, until: float) -> None:
-        """Log results as they come until every island's loop has returned and the
-        dispatcher is idle (a dead island's evaluations may still run), or `until`."""
-        while True:
-            self._drain_all(timeout=max(0.0, min(DRAIN_S, until - time.monotonic())))
-            self._check_runs(relaunch=False)
-            self.view.update()
-            left = until - time.monotonic()
-            if len(self.finished) == len(self.islands):
-                idle = _get(self.dispatcher.idle.remote(), timeout=max(0.0, min(2.0, left)))
-                if idle is None or idle:
-                    return
-            if left <= 0:
-                return
-            time.sleep(min(self.s.run.poll_s, left))
-
-    def _finish(self, reason: str, *, until: float) -> None:
-        def left() -> float:
-            return max(0.0, until - time.monotonic())
-
-        abandoned: list[Unfinished] | None = []
-        if self.dispatcher is not None:
-            self.dispatch_stats = _get(self.dispatcher.stats.remote(), timeout=min(2.0, left())) or {}
-            abandoned = _get(self.dispatcher.abandon.remote(reason), timeout=left())
-            if abandoned is None:
-                log.warning("the dispatcher did not answer: what was still being evaluated is not known")
-        if self.islands:
-            self._drain_all(timeout=left(), final=True)
-        self._record_unfinished(abandoned or [])
-        saves = [a.checkpoint.remote() for a in self.islands.values()]
-        if self.prompt_actor is not None:
-            saves.append(self.prompt_actor.save.remote())
-        if len(_ready(saves, left())) < len(saves):
-            log.warning("final checkpoint incomplete: not every island answered within the stop timeout")
-        try:
-            self._write_evaluator_infos(timeout=min(2.0, left()))
-        except RayError as e:  # the info is a report: the stop goes on without it
-            log.warning("evaluators.json not updated at the end: %s", e)
-        busy = {u.evaluator for u in abandoned or []} if abandoned is not None else set(self.evaluators)
-        closing = [e.close.remote() for name, e in self.evaluators.items() if name not in busy]
-        _ready(closing, left())
-        self._kill_actors()
-        self._stopped = True
-
-    def _record_unfinished(self, abandoned: list[Unfinished]) -> None:
-        """Keep what this session stopped waiting for, and rewrite the run's unfinished
-        file: earlier sessions' records not evaluated since, and these."""
-        known = {u.key for u in self.unfinished}
-        self.unfinished += [u for u in abandoned if u.key not in known]
-        evaluated = self.settled_ids | {cid for _, cid in self.logged}
-        write_unfinished(self.run_dir.path, still_unfinished(self.unfinished_before, evaluated_ids=evaluated,
-                                                             new=self.unfinished))
-        if self.unfinished:
-            running = sum(1 for u in self.unfinished if u.evaluator)
-            self.view.say(f"KernelFoundry: {len(self.unfinished)} candidate(s) unfinished when the run stopped "
-                          f"({running} being evaluated, {len(self.unfinished) - running} queued); recorded in "
-                          f"{self.run_dir.unfinished.name}, a resumed run evaluates them again")
-
-    def _kill_actors(self) -> None:
-        handles = [*self.islands.values(), *self.evaluators.values(),
-                   self.dispatcher, self.prompt_actor, self.proposer_actor]
-        for h in handles:
-            if h is None:
-                continue
-            try:
-                ray.kill(h, no_restart=True)
-            except Exception as e:  # noqa: BLE001 - already gone
-                log.debug("kill: %s", e)
-
-
-def _ready(refs: list, timeout: float | None) -> list:
-    """The refs whose value is ready after waiting for all of them `timeout` s at most."""
-    if not refs:
-        return []
-    ready, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout)
-    return ready
-
-
-def _get(ref: Any, *, timeout: float | None = 0.0) -> Any:
-    """The value of a Ray call, or None when it failed or had not answered in `timeout`."""
-    try:
-        return ray.get(ref, timeout=timeout)
-    except (GetTimeoutError, RayActorError) as e:  # not answered yet, or the actor is gone
-        log.debug("an actor call did not answer: %s", e)
-        return None
-    except RayError as e:  # the method itself failed
-        log.warning("an actor call failed: %s", str(e).strip().splitlines()[-1][:300] if str(e).strip() else e)
-        return None
+                    entered = self.islands[target].immigrate.remote(by_task)
+                    self._note_migration(i, target, sum(map(len, by_task.values())), nodes, entered)

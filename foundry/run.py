@@ -205,6 +205,7 @@ def run(cfg: Any) -> Path:
         session["unfinished"] = [u.summary() for u in sup.unfinished]
         session["stop_s"] = round(stop_s, 3)
         session["dispatch"] = sup.dispatch_stats  # per evaluator: done, lost, busy, starved_s (lanes idle)
+        session["cluster"] = sup.cluster_summary()  # nodes, where actors ran, nodes lost/added, migrations
         session["compiler_seeds"] = dict(sup.seeds.notes)  # per task: the seed made, or why none
         session["ended"] = time.time()
         run_dir.write_meta(meta)

@@ -15,6 +15,7 @@ from foundry.store.phases import PhaseSums, judged_per_minute
 from foundry.store.plots import plot_archive, plot_progress, plot_roofline
 from foundry.store.rundir import RunDir, task_file_name, write_atomic
 from foundry.store.summary import TaskSummary, best_record, geometric_means, summarize
+from foundry.store.cluster_section import cluster_section
 from foundry.store.unfinished import Unfinished, read_unfinished
 from foundry.types import Stage
 
@@ -173,6 +174,7 @@ def build_report(run_dir: str | Path) -> Path:
         lines += [f"![runtime against the roofline floor]({roof.relative_to(run.path)})", ""]
     lines += time_section(records)
     lines += unfinished_section(read_unfinished(run.path))
+    lines += cluster_section(meta, run.path)
     lines += ["## Tasks", ""]
     for s in summaries.values():
         heat = plot_archive(s, run.plots / "archive" / (task_file_name(s.task_id) + ".png"))
