@@ -29,11 +29,8 @@ launch-bound and the back-to-back time per call is the measurement (`launch_boun
 True). A device-bound call's back-to-back time is its event time (or less, with the L2
 warm), so the rule changes nothing there.
 
-Before the warm-up, the timed process waits until no other process's work is left on the
-device (foundry.evaluate.device_quiet: work a stopped worker had queued runs on, and the GPU
-time-slices between contexts); how long it waited is recorded with the timing.
-
-The TF32 policy is applied explicitly (never left to torch's defaults) and recorded.
+Before the warm-up it waits for a quiet device (foundry.evaluate.device_quiet). The TF32
+policy is applied explicitly (never left to torch's defaults) and recorded.
 """
 
 from __future__ import annotations
