@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from foundry.templates.candidate import assemble, kernel_args, launcher_class, launcher_init
-from foundry.templates.emit_c import TUNABLE_C, c_source
+from foundry.templates.conv_c import (CONV_C_LAUNCHER, CONV_C_SRC, conv_c_init_line, conv_c_tunable,
+                                      why_not_c_convs)
+from foundry.templates.conv_calls import with_conv_calls
+from foundry.templates.emit_c import C_MATH, TUNABLE_C, c_source
 from foundry.templates.fxutil import NotCovered
 from foundry.templates.ir import Description
 
@@ -15,11 +18,13 @@ from foundry.kernels import c'''
 FILL = '''
 
 def _fill(src, params):
-    simd = int(params["SIMD"])
-    return (src.replace("@BLOCK@", str(int(params["BLOCK"])))
-               .replace("@IBLOCK@", str(int(params["IBLOCK"])))
+    simd = int(params.get("SIMD", 0))
+    return (src.replace("@BLOCK@", str(int(params.get("BLOCK", 4096))))
+               .replace("@IBLOCK@", str(int(params.get("IBLOCK", 256))))
                .replace("@SIMD@", "simdlen(%d)" % simd if simd else "")
-               .replace("@SCHED@", str(params["SCHED"])))
+               .replace("@SCHED@", str(params.get("SCHED", "static")))
+               .replace("@CONV_OCB@", str(int(params.get("CONV_OCB", 8))))
+               .replace("@CONV_OWT@", str(int(params.get("CONV_OWT", 64)))))
 '''
 
 
@@ -40,34 +45,67 @@ def tunable_for(desc: Description) -> dict:
 
 def why_not_c(desc: Description) -> str | None:
     """Why the c templates do not take `desc` (None when they do): they compute float32
-    tasks only, and have no matrix-product or convolution kernel."""
+    tasks only, have no matrix-product kernel, and no transposed-convolution one."""
     if desc.gemm is not None:
         return "the c templates have no matrix-product kernel; the triton template takes it"
     if desc.convs:
-        return "the c templates have no convolution kernel; the triton template takes it"
+        why = why_not_c_convs(desc.convs)
+        if why:
+            return why
     if desc.half_dtypes:
         return (f"the c templates compute float32 tasks only, this one reads or writes "
                 f"{', '.join(desc.half_dtypes)}; the triton templates take it")
     return None
 
 
+def variants_for(desc: Description) -> tuple:
+    """The c templates for `desc`: `fused` (the regions as C kernels, the convolutions left
+    to the library) and, where the C convolution kernel takes every convolution the forward
+    calls, `conv` (those convolutions run by it too); a forward of convolutions alone has
+    `conv` only."""
+    if desc.convs:
+        return ("conv",)
+    if desc.prologue_convs and why_not_c_convs(desc.prologue_convs) is None:
+        return ("fused", "conv")
+    return ("fused",)
+
+
+def _conv_tunable(desc: Description) -> dict:
+    return conv_c_tunable(desc.convs or desc.prologue_convs)
+
+
 def emit_c_candidate(*, desc: Description, task_source: str, params: dict | None = None,
-                     tunable: dict | None = None) -> str:
+                     tunable: dict | None = None, variant: str = "fused") -> str:
     why = why_not_c(desc)
     if why:
         raise NotCovered(why)
-    tun = tunable or tunable_for(desc)
+    if variant not in variants_for(desc):
+        raise ValueError(f"template {variant!r} does not apply (choose from {', '.join(variants_for(desc))})")
+    convs = variant == "conv"
+    tun = tunable or {**(tunable_for(desc) if desc.regions else {}), **(_conv_tunable(desc) if convs else {})}
     defaults = {k: v[0] for k, v in tun.items()}
     defaults.update(params or {})
-    src = c_source(desc.regions)
+    src = c_source(desc.regions) if desc.regions else C_MATH
+    if convs:
+        src += CONV_C_SRC
     kernel_defs = f"_C_SRC = r'''{src}'''\n{FILL}"
     launchers = [launcher_class(r, [f"self.kernel.{r.name}({', '.join(kernel_args(r))})"], packed_ints=True)
                  for r in desc.regions]
-    init = ["lib = c.build(_fill(_C_SRC, params), flags=('-fno-math-errno',))"]
+    # a multiply-add contracted into one FMA (C's ISO mode leaves them apart) in the convolution's sums
+    flags = "('-fno-math-errno', '-ffp-contract=fast')" if convs else "('-fno-math-errno',)"
+    init = [f"lib = c.build(_fill(_C_SRC, params), flags={flags})"]
     init += [launcher_init(r, "lib") for r in desc.regions]
     fams = ", ".join(desc.families)
     note = (f"Template candidate (c backend): fused regions [{fams}] run as OpenMP/SIMD C kernels; "
             "torch keeps the rest.")
+    if convs:
+        chain = desc.convs
+        if not desc.convs:
+            chain, desc = desc.prologue_convs, with_conv_calls(desc)
+        launchers.append(CONV_C_LAUNCHER)
+        init += [conv_c_init_line(i, conv) for i, conv in enumerate(chain)]
+        note = ("Template candidate (c backend): each convolution as a direct OpenMP/SIMD C convolution on the "
+                "module's own weight and bias" + (f", fused regions [{fams}] as C kernels." if desc.regions else "."))
     return assemble(desc=desc, task_source=task_source, backend="c", header=HEADER,
                     kernel_defs=kernel_defs, launchers=launchers, init_lines=init,
                     tunable=tun, params=defaults, note=note)

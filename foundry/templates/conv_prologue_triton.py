@@ -8,9 +8,7 @@ candidate's F32_DOT."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-
+from foundry.templates.conv_calls import with_conv_calls
 from foundry.templates.conv_triton import conv_init_line, conv_tunable
 from foundry.templates.ir import Description
 
@@ -26,10 +24,5 @@ def conv_prologue_tunable(desc: Description) -> dict:
 def swap_convs(desc: Description) -> tuple[Description, list[str]]:
     """`desc` with its forward calling `self._conv<i>(x, weight, bias)` for each
     convolution module, and the constructor lines that build those."""
-    forward, init = desc.forward_src, []
-    for i, conv in enumerate(desc.prologue_convs):
-        call = re.compile(rf"\b{re.escape(conv.module)}\(([^()]*)\)")
-        forward = call.sub(lambda m, i=i, e=conv.module: f"self._conv{i}({m.group(1)}, {e}.weight, {e}.bias)",
-                           forward)
-        init.append(conv_init_line(i, conv, PREFIX))
-    return dataclasses.replace(desc, forward_src=forward), init
+    init = [conv_init_line(i, conv, PREFIX) for i, conv in enumerate(desc.prologue_convs)]
+    return with_conv_calls(desc), init

@@ -70,7 +70,8 @@ def variants(task: Task, backend: str) -> tuple:
     if backend == "triton":
         from foundry.templates.backend_triton import variants_for
         return variants_for(desc)
-    return ("fused",)
+    from foundry.templates.backend_c import variants_for
+    return variants_for(desc)
 
 
 def emit(task: Task, *, backend: str, variant: str = "fused", unfused: tuple = (),
@@ -84,7 +85,8 @@ def emit(task: Task, *, backend: str, variant: str = "fused", unfused: tuple = (
     desc = split_epilogues(describe_task(task), tuple(unfused))
     if backend == "c":
         from foundry.templates.backend_c import emit_c_candidate
-        src = emit_c_candidate(desc=desc, task_source=task.source, params=params, tunable=tunable)
+        src = emit_c_candidate(desc=desc, task_source=task.source, params=params, tunable=tunable,
+                                variant=variant)
     else:
         from foundry.templates.backend_triton import emit_triton_candidate
         src = emit_triton_candidate(desc=desc, task_source=task.source, params=params,

@@ -22,7 +22,7 @@ def judge():
 
 @pytest.mark.parametrize("name,backend,variant", [
     ("softmax_rows", "c", "fused"), ("cumsum_reverse", "c", "fused"), ("sum_dim1", "triton", "fused"),
-    ("conv_relu_avgpool", "c", "fused"), ("conv_relu_avgpool", "triton", "fused"),
+    ("conv_relu_avgpool", "c", "fused"), ("conv_relu_avgpool", "c", "conv"), ("conv_relu_avgpool", "triton", "fused"),
     ("conv_relu_avgpool", "triton", "conv"), ("gemm_gelu_bias", "triton", "matmul"),
     ("gemm_gelu_bias", "triton", "linear")])
 def test_template_candidate_passes_every_guard(judge, name, backend, variant):

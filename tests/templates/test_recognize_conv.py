@@ -147,9 +147,10 @@ def test_a_strided_transposed_convolution_runs_all_phases_with_one_pipeline_stag
     assert plain_3d["BLOCK_M"][0] == 256 and "ALL_PHASES" not in plain_3d
 
 
-def test_the_c_backend_says_it_has_no_convolution_kernel():
-    d = _describe(nn.Conv2d(2, 2, 3), shape=(1, 2, 8, 8))
-    assert "no convolution kernel" in why_not_c(d)
+def test_the_c_backend_takes_a_standard_convolution_and_says_it_has_no_transposed_one():
+    assert why_not_c(_describe(nn.Conv2d(2, 2, 3), shape=(1, 2, 8, 8))) is None
+    d = _describe(nn.ConvTranspose2d(2, 2, 3), shape=(1, 2, 8, 8))
+    assert "no transposed-convolution kernel" in why_not_c(d)
 
 
 # KernelBench level 1, problems 50-87: (spatial dims, transposed, depthwise) of each
@@ -198,7 +199,7 @@ def test_kernelbench_level1_conv_problems(name, chain):
     assert variants(task, "triton") == ("fused",)
 
 
-def test_the_shipped_config_proposes_the_conv_template_on_triton_and_mutates_its_params(tmp_path):
+def test_the_shipped_config_proposes_the_conv_template_on_triton_and_c_and_mutates_its_params(tmp_path):
     import yaml
     from tests.templates.helpers import make_task
 
@@ -214,7 +215,7 @@ def test_the_shipped_config_proposes_the_conv_template_on_triton_and_mutates_its
         assert first.source and first.origin == "template", first.note
         assert "_conv[grid]" in first.source and "F.conv" not in first.source.split("class ModelNew")[1]
     c = TemplateProposer().propose_sync(ProposalRequest(task=task, backend="c", mode="translate"))
-    assert not c.source and "no convolution kernel" in c.note
+    assert c.source and "foundry_conv" in c.source and "F.conv" not in c.source.split("class ModelNew")[1]
     off = TemplateProposer(config=TemplateConfig(families=("pointwise", "matmul"))).propose_sync(
         ProposalRequest(task=task, backend="triton", mode="translate"))
     assert not off.source and "conv" in off.note
