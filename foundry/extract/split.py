@@ -228,6 +228,8 @@ def split(gm: fx.GraphModule, obs: Observed) -> tuple[Region, ...]:
         if not inputs:
             continue  # computed from parameters alone: constant at inference
         outputs = [n for n in nodes if any(u not in members for u in n.users)]
+        if not outputs:
+            continue  # nothing reads what it computes (an unused attention-weight average, say): no task
         if not all(obs.is_tensor(n) for n in outputs):
             continue  # a tuple leaves the region whole: no task returns it as a tensor
         anchor = next((n.name for n in nodes if is_anchor(kinds[n])), "")

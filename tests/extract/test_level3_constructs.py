@@ -139,3 +139,51 @@ def test_kernelbench_gru_file_extracts_and_its_task_loads_in_the_judge(tmp_path,
     runner = ReferenceRunner(get_device("cpu"))
     out = runner.outputs(runner.model(task, {}, 3), task, {}, InputSpec(4))
     assert tuple(out.shape) == (4, 1, 256)
+
+
+class PositionAdded(nn.Module):
+    """A class token, then `x += pos` in place, then a Linear (28_VisionTransformer, tiny)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(6, 8)
+        self.cls = nn.Parameter(torch.randn(1, 1, 8))
+        self.pos = nn.Parameter(torch.randn(1, 5, 8))
+        self.head = nn.Linear(8, 8)
+
+    def forward(self, x):
+        x = self.proj(x)
+        x = torch.cat((self.cls.expand(x.shape[0], -1, -1), x), dim=1)
+        x += self.pos
+        return self.head(x)
+
+
+def test_a_value_changed_in_place_later_is_captured_as_it_was_read(tmp_path):
+    """The region `add_ linear` reads the concatenation before `+=` changes it: its task
+    is checked on that value (it was refused as 'differs' when the change leaked back)."""
+    torch.manual_seed(0)
+    model = PositionAdded().eval()
+    inputs = (torch.randn(2, 4, 6),)
+    manifest = extract(model, inputs, tmp_path)
+    assert not manifest.skipped, manifest.skipped
+    assert "add_linear" in [r.label for r in manifest.regions]
+    _reproduces(model, inputs, tmp_path, manifest)
+
+
+class UnusedWeights(nn.Module):
+    """nn.MultiheadAttention's averaged weights, computed and never read (31_VisionAttention)."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2)
+
+    def forward(self, x):
+        out, _ = self.attn(x, x, x)
+        return out
+
+
+def test_a_region_nothing_reads_gets_no_task(tmp_path):
+    torch.manual_seed(0)
+    model = UnusedWeights().eval()
+    manifest = extract(model, (torch.randn(5, 2, 8),), tmp_path)
+    assert manifest.regions and not manifest.skipped, manifest.skipped
