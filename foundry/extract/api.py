@@ -16,7 +16,9 @@ import torch.nn as nn
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
 from foundry.extract.manifest import MANIFEST_FILE, Manifest, Occurrence, RegionEntry, fingerprint, write_manifest
+from foundry.evaluate.movement_ops import MOVEMENT_OPS
 from foundry.extract.observe import observe
+from foundry.extract.opkinds import op_name
 from foundry.extract.split import Region, param_tensor, split
 from foundry.extract.subgraph import region_arguments, region_module
 from foundry.extract.taskcheck import check_task
@@ -39,6 +41,32 @@ def module_path(node: fx.Node) -> str:
     if node.op == "call_module":
         return str(node.target)
     return ""
+
+
+def untaken_ops(gm: fx.GraphModule, regions: tuple) -> list[str]:
+    """The names of the compute ops of the forward that no region holds (views, copies,
+    random fills, tuple items and other movement left out), in graph order."""
+    modules = dict(gm.named_modules())
+    held = {n for r in regions for n in r.nodes}
+    out: list[str] = []
+    for n in gm.graph.nodes:
+        if n.name in held or n.op not in ("call_function", "call_method", "call_module"):
+            continue
+        if n.op == "call_module" and str(n.target).startswith("_"):
+            continue  # export's own guard module
+        name = op_name(n, modules)
+        if name and name not in MOVEMENT_OPS and name != "getitem" and not name.startswith("sym_") \
+                and name not in out:
+            out.append(name)
+    return out
+
+
+def _untaken_note(gm: fx.GraphModule, regions: tuple) -> str:
+    ops = untaken_ops(gm, regions)
+    if not ops:
+        return ""
+    return (f"; ops outside every region: {', '.join(ops[:8])}{', ...' if len(ops) > 8 else ''} "
+            "(extraction makes no task of these)")
 
 
 def group_regions(regions: tuple) -> list[list[Region]]:
@@ -133,8 +161,9 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
     obs = observe(gm, inputs)
     regions = split(gm, obs)
     if not regions:
-        raise UserModelError(f"{type(model).__name__}: its forward holds no matmul, convolution, attention, norm "
-                             "or pointwise/reduction op worth a kernel")
+        raise UserModelError(f"{type(model).__name__}: its forward holds no matmul, convolution, attention, norm, "
+                             "recurrent layer or pointwise/reduction op worth a kernel"
+                             + _untaken_note(gm, regions))
     folder = Path(out)
     clear_folder(folder)
     groups = group_regions(regions)
@@ -168,6 +197,11 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
                           "dtype": str(param_tensor(gm, m).dtype).replace("torch.", "")} for t, m in src.param_map),
             outputs=tuple(obs.infos[n].signature() for n in first.outputs),
             occurrences=tuple(occurrences)))
+    if not entries:
+        why = "; ".join(f"{s['label']} ({s['count']} call(s)): {s['reason']}" for s in skipped[:4])
+        raise UserModelError(f"{type(model).__name__}: no task written, every region was skipped: {why}"
+                             + ("; ..." if len(skipped) > 4 else "") + _untaken_note(gm, regions)
+                             + ". A region below min_share is kept with a lower --min-share (0 keeps all)")
     manifest = Manifest(model_class=type(model).__name__, fingerprint=fingerprint(model), spec=spec,
                         device=device, forward_ms=forward_ms, capture_method=captured.method,
                         export_error=captured.export_error, dynamic=captured.dynamic,

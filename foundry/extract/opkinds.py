@@ -1,7 +1,8 @@
 """What kind of op a graph node is, in both graphs capture makes: ATen ops (torch.export)
 and torch-level calls (torch.fx: functions, tensor methods, leaf modules).
 
-Kinds: an anchor (matmul, conv, attention, norm, embedding: one per region), a pointwise
+Kinds: an anchor (matmul, conv, attention, norm, embedding, a recurrent layer: one per
+region), a pointwise
 or reduction op (chained around anchors, or a region of their own; batch norm in eval
 mode is pointwise, a per-channel affine map), or "other" (views, tuple items, constants,
 anything not worth a kernel: it stays outside every region)."""
@@ -22,6 +23,9 @@ ANCHORS = {
     "norm": ("layer_norm", "group_norm", "batch_norm", "instance_norm", "rms_norm",
              "_native_batch_norm_legit_no_training", "native_layer_norm", "native_group_norm"),
     "embedding": ("embedding",),
+    # a whole recurrent layer stack (its time loop inside one ATen call); its value is a
+    # tuple (output, h_n[, c_n]), whose items join its region (foundry.extract.split)
+    "recurrent": ("lstm", "gru", "rnn_tanh", "rnn_relu"),
 }
 POINTWISE = ("add", "sub", "mul", "div", "rsub", "neg", "abs", "relu", "gelu", "silu", "sigmoid", "tanh",
              "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "pow", "square", "reciprocal", "clamp",
@@ -52,7 +56,7 @@ _MODULE_OPS = {nn.Linear: "linear", nn.Conv1d: "conv1d", nn.Conv2d: "conv2d", nn
                nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.Hardtanh: "hardtanh",
                nn.ReLU6: "relu6", nn.Dropout: "dropout", nn.Softmax: "softmax", nn.LogSoftmax: "log_softmax",
                nn.AdaptiveAvgPool2d: "adaptive_avg_pool2d", nn.AvgPool2d: "avg_pool2d",
-               nn.MaxPool2d: "max_pool2d"}
+               nn.MaxPool2d: "max_pool2d", nn.LSTM: "lstm", nn.GRU: "gru"}
 if hasattr(nn, "RMSNorm"):
     _MODULE_OPS[nn.RMSNorm] = "rms_norm"
 
@@ -96,7 +100,8 @@ def is_inplace(node: fx.Node, modules: dict) -> bool:
 
 
 def kind_of(node: fx.Node, modules: dict) -> str:
-    """"matmul" | "conv" | "attention" | "norm" | "embedding" | "pointwise" | "reduction" | "other"."""
+    """"matmul" | "conv" | "attention" | "norm" | "embedding" | "recurrent" | "pointwise" |
+    "reduction" | "other"."""
     name = op_name(node, modules)
     if name is None:
         return "other"

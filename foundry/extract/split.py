@@ -1,19 +1,23 @@
 """Split a captured graph into regions worth a kernel.
 
 Walking the graph in order, each eligible node (an anchor: matmul, convolution,
-attention, norm, embedding; or a pointwise / reduction op) joins the regions of the
-nodes it reads when the union still holds at most one anchor and stays convex (no path
-leaves it and comes back, so it can be replaced by one call); otherwise it starts a
-region. So an anchor collects the pointwise and reduction chain around it, and a chain
-between anchors goes with the first. Views, tuple items, constants and nodes that read
-symbolic sizes stay outside. A region's structure key (ops, constants, wiring, input and
-parameter shapes and dtypes) is the same for repeated regions, which become one task."""
+attention, norm, embedding, a recurrent layer; or a pointwise / reduction op) joins the
+regions of the nodes it reads when the union still holds at most one anchor and stays
+convex (no path leaves it and comes back, so it can be replaced by one call); otherwise it
+starts a region. So an anchor collects the pointwise and reduction chain around it, and a
+chain between anchors goes with the first. A recurrent layer returns a tuple (output,
+h_n[, c_n]): the items taken from it join its region. Views, other tuple items, constants
+and nodes that read symbolic sizes stay outside. A region's structure key (ops, constants,
+wiring, input and parameter shapes and dtypes) is the same for repeated regions, which
+become one task."""
 
 from __future__ import annotations
 
 import hashlib
+import operator
 from dataclasses import dataclass
 
+import torch
 import torch.fx as fx
 import torch.nn as nn
 
@@ -52,8 +56,32 @@ def node_params(gm: fx.GraphModule, node: fx.Node) -> list[str]:
     return out
 
 
+def _tensors(value) -> bool:
+    """Whether `value` is a (nested) tuple or list of tensors."""
+    return isinstance(value, (tuple, list)) and bool(value) and all(
+        isinstance(v, torch.Tensor) or _tensors(v) for v in value)
+
+
+def _produces(node: fx.Node, kind: str, obs: Observed) -> bool:
+    """Whether the node's value can be a region's: a tensor, or for a recurrent layer the
+    tuple of tensors it returns (its items then join its region)."""
+    if obs.is_tensor(node):
+        return True
+    return kind == "recurrent" and _tensors(obs.values.get(node.name))
+
+
+def _item_of(node: fx.Node, obs: Observed, region_of: dict):
+    """The region id a `getitem` of a tuple-valued region member joins, else None."""
+    if node.op != "call_function" or node.target is not operator.getitem or not node.args:
+        return None
+    src = node.args[0]
+    if not isinstance(src, fx.Node) or src not in region_of or obs.is_tensor(src):
+        return None
+    return region_of[src]
+
+
 def _eligible(node: fx.Node, kind: str, obs: Observed, modules: dict) -> bool:
-    if kind == "other" or not obs.is_tensor(node):
+    if kind == "other" or not _produces(node, kind, obs):
         return False
     for a in flat_nodes((node.args, node.kwargs)):
         if a.op != "get_attr" and not obs.is_tensor(a):
@@ -98,6 +126,12 @@ def _grow(gm: fx.GraphModule, obs: Observed) -> tuple[list, dict]:
     kinds: dict = {}
     next_id = 0
     for n in gm.graph.nodes:
+        item = _item_of(n, obs, region_of)
+        if item is not None:  # an item of a recurrent layer's (output, h_n, ...): it goes with the layer
+            kinds[n] = "item"
+            groups[item].append(n)
+            region_of[n] = item
+            continue
         kind = kind_of(n, modules)
         if not _eligible(n, kind, obs, modules):
             continue
@@ -194,6 +228,10 @@ def split(gm: fx.GraphModule, obs: Observed) -> tuple[Region, ...]:
         if not inputs:
             continue  # computed from parameters alone: constant at inference
         outputs = [n for n in nodes if any(u not in members for u in n.users)]
+        if not outputs:
+            continue  # nothing reads what it computes (an unused attention-weight average, say): no task
+        if not all(obs.is_tensor(n) for n in outputs):
+            continue  # a tuple leaves the region whole: no task returns it as a tensor
         anchor = next((n.name for n in nodes if is_anchor(kinds[n])), "")
         out.append(Region(nodes=tuple(n.name for n in nodes), anchor=anchor, label=_label(nodes, modules),
                           inputs=tuple(a.name for a in inputs), params=tuple(params),
