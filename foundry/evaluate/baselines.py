@@ -33,8 +33,10 @@ class Baseline:
 # baseline after its timed runs, not before; 4 runs GPU workers without
 # CUBLAS_WORKSPACE_CONFIG (it slowed every cuBLAS launch); 5 makes torch.compile's first
 # call (Inductor's autotuning) with the device held; 6 runs CPU workers with glibc's malloc
-# settled (worker_env.CPU_MALLOC_POLICY); a change measures again
-TIMING_PROTOCOL = 6
+# settled (worker_env.CPU_MALLOC_POLICY); 7 waits up to 30 s, not 2 s, for a quiet GPU
+# before the warm-up (baselines timed beside a stopped process's queued work ran at half
+# speed); a change measures again
+TIMING_PROTOCOL = 7
 
 
 def baseline_key(task: Task, *, device: str, hardware: str, threads: int, compile_mode: str = "default") -> str:

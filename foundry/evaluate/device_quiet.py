@@ -12,7 +12,9 @@ clock. On an idle device that takes tens of microseconds; while another context 
 GPU, the probe waits for its time slice. The device counts as quiet once every probe
 over a window longer than a time slice (`window_ms`) came back within `threshold_us`; a
 slow probe starts the window again. The wait gives up after `cap_ms` and says so, so a
-busy device costs a bounded delay and never a failed evaluation.
+busy device costs a bounded delay and never a failed evaluation. The wait is spent well:
+the other lanes are stopped meanwhile, and the device is busy with the work being
+drained, which would otherwise have run inside the timed trials.
 """
 
 from __future__ import annotations
