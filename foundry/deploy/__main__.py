@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  kept original: {task_id}: {why}")
         for name, ms in info.timings:
             print(f"  timed here, end to end: {name:<44} {ms:.4g} ms")
+        for name, ms in info.confirmation:
+            print(f"  timed again, the two alone: {name:<40} {ms:.4g} ms")
         print(f"returned: {info.returned}" + (f" ({info.model_speed.speedup:.3f}x the eager original)"
                                               if info.model_speed is not None else ""))
         if info.original_kept:

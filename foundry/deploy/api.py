@@ -71,6 +71,7 @@ class DeployInfo:
     compiled: str = ""  # how it is compiled: "" (eager), "default" (torch.compile) or "reduce-overhead"
     returned: str = ""  # the returned model's name: "original", "torch.compile(deployed (graph))", ...
     timings: tuple = ()  # (name, ms) of every model timed end to end in the final round (check_speed)
+    confirmation: tuple = ()  # (name, ms) of the deployed winner of that round and the original's fastest form, timed again
 
 
 FORM_MODULES = "modules"  # a copy of the user's model, swapped submodules' forwards running the kernels
@@ -169,15 +170,20 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     winner = choice.winner
     passed = info.passed_over + tuple((s.record[0], f"kernel at {', '.join(s.record[1]) or '(model)'}: {why}")
                                       for s, why in choice.dropped)
-    info = replace(info, passed_over=passed, timings=choice.timings, returned=winner.name,
+    info = replace(info, passed_over=passed, timings=choice.timings, confirmation=choice.confirmation,
+                   returned=winner.name,
                    model_speed=SideBySide(swapped_ms=dict(choice.timings)[winner.name],
                                           original_ms=choice.original_ms))
     if not winner.form:
         left = [s for s in chosen if not any(s is d for d, _ in choice.dropped)]
         info = replace(info, swapped=tuple(s.record for s in left))
         figures = ", ".join(f"{name} {ms:.4g} ms" for name, ms in choice.timings)
-        return _original(winner.model, info, f"{winner.name} was the fastest, timed side by side: {figures}",
-                         winner.compiled)
+        why = f"{winner.name} was the fastest, timed side by side: {figures}"
+        if choice.confirmation:
+            (lost, lost_ms), (_, won_ms) = choice.confirmation
+            why = (f"{winner.name} was the fastest when timed again against {lost}, which had won the first "
+                   f"timing ({figures}): {won_ms:.4g} ms against {lost_ms:.4g} ms")
+        return _original(winner.model, info, why, winner.compiled)
     return _deployed(winner.model, info, winner.form, winner.compiled, list(winner.swaps), list(choice.kept))
 
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
-from foundry.extract.timing import interleaved_median_ms
+from foundry.extract.timing import ROUND_TIME_S, ROUNDS, interleaved_median_ms
 
 EAGER = ""
 COMPILE_DEFAULT = "default"  # torch.compile(model)
@@ -91,7 +91,9 @@ def warm_up(model: nn.Module, inputs: tuple) -> None:
             model(*inputs)
 
 
-def time_contenders(contenders: list, inputs: tuple, *, device: str) -> list[float]:
-    """Each contender's median ms on `inputs`, interleaved."""
+def time_contenders(contenders: list, inputs: tuple, *, device: str, rounds: int = ROUNDS,
+                    round_time_s: float = ROUND_TIME_S) -> list[float]:
+    """Each contender's median ms on `inputs`, over `rounds` interleaved rounds."""
     with _recompile_limit():
-        return interleaved_median_ms([(lambda m=c.model: m(*inputs)) for c in contenders], device=device)
+        return interleaved_median_ms([(lambda m=c.model: m(*inputs)) for c in contenders], device=device,
+                                     rounds=rounds, round_time_s=round_time_s)

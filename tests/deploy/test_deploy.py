@@ -311,6 +311,39 @@ def test_the_fastest_of_original_compiled_and_deployed_comes_back(mlp_run, monke
         torch.testing.assert_close(got(*inputs), model(*inputs))
 
 
+@pytest.mark.parametrize("holds", [True, False])
+def test_a_deployed_winner_comes_back_only_if_it_is_faster_when_timed_again(mlp_run, monkeypatch, holds):
+    """The deployed model wins the final timing by a little; timed again against
+    torch.compile of the original alone, in longer rounds, it is faster there too (it comes
+    back) or it is not (torch.compile of the original comes back, saying why)."""
+    import foundry.deploy.choose as choose
+    model, inputs, _, run, task_id = mlp_run
+    first = {"original": 3.0, "torch.compile(original)": 2.0, "deployed (graph)": 2.5,
+             "torch.compile(deployed (graph))": 1.9}
+    again = {"torch.compile(deployed (graph))": 1.8 if holds else 2.1, "torch.compile(original)": 2.0}
+    asked = []
+
+    def clock(cs, inputs, **k):
+        asked.append(k.get("rounds"))
+        table = again if k.get("rounds") == choose.CONFIRM_ROUNDS else first
+        return [table[c.name] for c in cs]
+
+    scripted_clock(monkeypatch, lambda c: 0.0)
+    monkeypatch.setattr(choose, "time_contenders", clock)
+    got = deploy(model, run, example_inputs=inputs)
+    info = got.foundry_deploy
+    assert asked[-1] == choose.CONFIRM_ROUNDS
+    assert dict(info.confirmation) == again
+    if holds:
+        assert info.returned == "torch.compile(deployed (graph))" and len(info.swapped) == 2
+    else:
+        assert info.returned == "torch.compile(original)" and not info.swapped
+        assert "timed again against torch.compile(deployed (graph))" in info.original_kept, info.original_kept
+        del model.foundry_deploy
+    with torch.no_grad():
+        torch.testing.assert_close(got(*inputs), model(*inputs))
+
+
 def test_a_region_stays_in_only_where_the_model_with_it_is_faster(mlp_run, monkeypatch):
     """Two occurrences: the model is fastest with only the first one's kernel (the second's,
     on its own faster than eager, slows the model down): the second is dropped."""
