@@ -225,7 +225,12 @@ def _pool_call(kind, x, kernel, stride, padding, *, dilation=1, ceil_mode=False,
 # (torch.max_pool2d and its kin, which the extracted tasks call, take F's positional order)
 _POOL_FUNCS = {F.max_pool1d: ("max", 1), F.max_pool2d: ("max", 2), F.max_pool3d: ("max", 3),
                torch.max_pool1d: ("max", 1), torch.max_pool2d: ("max", 2), torch.max_pool3d: ("max", 3),
-               F.avg_pool1d: ("avg", 1), F.avg_pool2d: ("avg", 2), F.avg_pool3d: ("avg", 3)}
+               F.avg_pool1d: ("avg", 1), F.avg_pool2d: ("avg", 2), F.avg_pool3d: ("avg", 3),
+               # ATen's own overloads, which extracted tasks call where torch has no function of
+               # that name (avg_pool2d/3d); same positional order, stride [] meaning the kernel's
+               torch.ops.aten.max_pool1d.default: ("max", 1), torch.ops.aten.max_pool2d.default: ("max", 2),
+               torch.ops.aten.max_pool3d.default: ("max", 3), torch.ops.aten.avg_pool1d.default: ("avg", 1),
+               torch.ops.aten.avg_pool2d.default: ("avg", 2), torch.ops.aten.avg_pool3d.default: ("avg", 3)}
 _MAX_POOLS = {nn.MaxPool1d: 1, nn.MaxPool2d: 2, nn.MaxPool3d: 3}
 _AVG_POOLS = {nn.AvgPool1d: 1, nn.AvgPool2d: 2, nn.AvgPool3d: 3}
 _ADAPTIVE_AVG = {F.adaptive_avg_pool1d: 1, F.adaptive_avg_pool2d: 2, F.adaptive_avg_pool3d: 3}

@@ -158,6 +158,14 @@ CASES += [  # pooling over 1 and 3 spatial dims, dilation, global average poolin
     ("avgpool3d_window_of_80", "return F.avg_pool3d(xs[0], (5, 4, 4), stride=1)", "pass", "[]", X3D),
     ("global_avg_pool2d", "return F.adaptive_avg_pool2d(torch.sigmoid(xs[0]), 1) + 1.0", "pass", "[]", X5),
     ("global_avg_pool3d_module", "return self.p(xs[0])", "self.p = nn.AdaptiveAvgPool3d((1, 1, 1))", "[]", X3D),
+    # ATen's overloads, as extracted tasks call them (stride [] is the kernel's)
+    ("aten_avgpool2d_default_stride", "return torch.ops.aten.avg_pool2d.default(torch.relu(xs[0]), [2, 2], []) * 2.0",
+     "pass", "[]", X5),
+    ("aten_avgpool2d_pad_no_count", "return torch.ops.aten.avg_pool2d.default(xs[0], [3, 3], [2, 2], [1, 1], False, False)",
+     "pass", "[]", X5),
+    ("aten_maxpool2d_pad", "return torch.ops.aten.max_pool2d.default(xs[0] - 0.5, [3, 3], [2, 2], [1, 1])", "pass",
+     "[]", X5),
+    ("aten_avgpool3d", "return torch.ops.aten.avg_pool3d.default(xs[0], [2, 2, 2], [2, 2, 2])", "pass", "[]", X3D),
 ]
 
 # 16-bit float tasks (the Triton templates only): (name, forward body, init body); the
