@@ -1,7 +1,10 @@
 """Balancing candidates over evaluators (pure asyncio; `DispatcherActor` wraps it).
 
 Work goes into one queue; every evaluator has `slots` worker coroutines that take the
-next item, so a fast or idle evaluator takes more work. When a call raises `WorkerLost`
+next item, so a fast or idle evaluator takes more work. An item submitted `first` (the
+dispatcher's: a candidate of a task without a correct kernel yet, or a compiler seed) is
+taken before every item that is not, each kind in the order submitted, so that a task's
+first kernel does not wait behind the tuning of tasks that have one. When a call raises `WorkerLost`
 (the evaluator died or is restarting), the item goes back to the queue for any evaluator
 and the worker waits before it calls again; after `max_attempts` losses of one item it
 fails with `EvaluationLost`. A worker whose evaluator lost `give_up_after` calls in a row
@@ -48,6 +51,7 @@ class Refused(Exception):
 class _Item:
     payload: Any
     future: asyncio.Future
+    order: tuple = (1, 0)  # (0 for an item submitted first, else 1; submission number): the queue's order
     attempts: int = 0
     worker: str = ""  # the worker evaluating it now ("" while queued)
     started: float | None = None  # monotonic time its current call began
@@ -88,7 +92,7 @@ class Balancer:
     payload_id: Callable[[Any], str] | None = None  # names a payload in `requeued_from`
     requeued: int = 0
     requeued_from: dict = field(default_factory=dict)  # worker -> ids of the items it lost (payload_id)
-    _queue: asyncio.Queue | None = None
+    _queue: asyncio.PriorityQueue | None = None
     _tasks: list = field(default_factory=list)
     _worker_tasks: dict = field(default_factory=dict)  # worker -> its slot coroutines
     _closed: dict = field(default_factory=dict)  # key -> reason; "" key: everything
@@ -97,10 +101,17 @@ class Balancer:
     _abandoned: list = field(default_factory=list)  # Abandoned, in the order given up
 
     @property
-    def queue(self) -> asyncio.Queue:
+    def queue(self) -> asyncio.PriorityQueue:
+        """(item.order, item) pairs: the items submitted first, then the others, each in order."""
         if self._queue is None:
-            self._queue = asyncio.Queue()
+            self._queue = asyncio.PriorityQueue()
         return self._queue
+
+    def _queue_item(self, item: _Item) -> None:
+        self.queue.put_nowait((item.order, item))
+
+    def _next_queued(self) -> _Item:
+        return self.queue.get_nowait()[1]
 
     def add_worker(self, name: str, call: Callable[[Any], Awaitable[Any]], *, slots: int = 1) -> None:
         self.workers[name] = WorkerStats()
@@ -143,12 +154,14 @@ class Balancer:
         self._submitted += 1
         self.spent_per_key[key] = spent + 1
 
-    async def submit(self, payload: Any, *, key: str = "") -> Any:
-        """Queue `payload` and return what the evaluator call returned for it."""
+    async def submit(self, payload: Any, *, key: str = "", first: bool = False) -> Any:
+        """Queue `payload` (`first`: ahead of every item not submitted first) and return what
+        the evaluator call returned for it."""
         self._admit(key)
-        item = _Item(payload, asyncio.get_running_loop().create_future())
+        item = _Item(payload, asyncio.get_running_loop().create_future(),
+                     order=(0 if first else 1, self._submitted))
         self._live[id(item)] = item
-        await self.queue.put(item)
+        self._queue_item(item)
         return await item.future
 
     def abandon(self, reason: str) -> list[Abandoned]:
@@ -164,14 +177,14 @@ class Balancer:
                 item.future.set_exception(Refused(reason, scope="all"))
         self._live.clear()
         while not self.queue.empty():
-            self.queue.get_nowait()
+            self._next_queued()
         return list(self._abandoned)
 
     async def _work(self, name: str, call: Callable[[Any], Awaitable[Any]]) -> None:
         stats = self.workers[name]
         while stats.alive:
             waiting_since = time.monotonic()
-            item = await self.queue.get()
+            _, item = await self.queue.get()
             stats.starved_s += time.monotonic() - waiting_since
             if item.abandoned:
                 continue
@@ -185,7 +198,7 @@ class Balancer:
                 item.worker, item.started = "", None
                 if not item.abandoned:
                     self.requeued += 1
-                    self.queue.put_nowait(item)
+                    self._queue_item(item)
                 raise
             except WorkerLost as e:
                 stats.busy -= 1
@@ -201,7 +214,7 @@ class Balancer:
                         f"the evaluator was lost {item.attempts} times on this candidate ({e})"))
                 else:
                     self.requeued += 1
-                    self.queue.put_nowait(item)
+                    self._queue_item(item)
                 if stats.consecutive_lost >= self.give_up_after:
                     stats.alive = False
                     self._fail_if_no_worker()
@@ -241,7 +254,7 @@ class Balancer:
         if any(w.alive for w in self.workers.values()):
             return
         while not self.queue.empty():
-            self._settle(self.queue.get_nowait(), None, EvaluationLost("no evaluator is alive"))
+            self._settle(self._next_queued(), None, EvaluationLost("no evaluator is alive"))
 
     def stats(self) -> dict:
         return {"submitted": self._submitted, "queued": self.queue.qsize(), "requeued": self.requeued,

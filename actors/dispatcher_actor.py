@@ -130,7 +130,10 @@ class DispatcherActor:
     async def _submit(self, task: Task, candidate: Candidate, origin: str) -> tuple:
         """(the submitter's answer, the judge's verdict or None where there was none)."""
         try:
-            value = await self.balancer.submit((task, candidate, origin), key=task.task_id)
+            # breadth first: a task's first correct kernel (or its compiler seed) goes ahead
+            # of the tuning of tasks that have one
+            first = candidate.origin == "seed" or not self.twins.covered(task.task_id)
+            value = await self.balancer.submit((task, candidate, origin), key=task.task_id, first=first)
         except Refused as r:
             return (candidate, None, "", f"{r.scope}: {r.reason}"), None
         except Exception as e:  # noqa: BLE001 - an evaluator bug must not stop the island

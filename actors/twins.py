@@ -52,6 +52,11 @@ class Twins:
             return None  # tuned now, it may do better than its untuned verdict
         return outcome
 
+    def covered(self, task_id: str) -> bool:
+        """Whether some candidate of the task was judged correct (in this run or, primed,
+        an earlier session of it)."""
+        return task_id in self._covered
+
     def judging(self, task_id: str, candidate_id: str) -> bool:
         return (task_id, candidate_id) in self._judging
 

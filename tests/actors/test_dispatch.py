@@ -34,6 +34,32 @@ async def test_balances_by_speed_and_returns_results():
     await b.aclose()
 
 
+async def test_items_submitted_first_go_ahead_of_the_others_each_kind_in_order():
+    """One busy slot; while it works, tuning items (not first) and first kernels queue up
+    interleaved: when it frees, every item submitted first is taken before any other."""
+    log = []
+    b = Balancer()
+    b.add_worker("w", worker("w", 0.005, log), slots=1)
+    busy = asyncio.ensure_future(b.submit(0))
+    await asyncio.sleep(0.001)  # the slot has taken item 0
+    rest = [asyncio.ensure_future(b.submit(i, first=i % 2 == 1)) for i in range(1, 9)]
+    await asyncio.gather(busy, *rest)
+    assert [p for _, p in log] == [0, 1, 3, 5, 7, 2, 4, 6, 8]
+    await b.aclose()
+
+
+async def test_a_requeued_item_keeps_its_place_among_the_first():
+    log = []
+    b = Balancer(retry_delay_s=0.01)
+    b.add_worker("w", worker("w", 0.005, log, fail_first=1), slots=1)
+    first = asyncio.ensure_future(b.submit(1, first=True))
+    await asyncio.sleep(0.001)
+    later = [asyncio.ensure_future(b.submit(i)) for i in (2, 3)]
+    assert await first == 10 and [await f for f in later] == [20, 30]
+    assert [p for _, p in log] == [1, 2, 3]  # lost once, taken again before the others
+    await b.aclose()
+
+
 async def test_a_slot_waiting_with_nothing_queued_counts_as_starved():
     log = []
     b = Balancer()

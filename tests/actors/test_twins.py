@@ -73,3 +73,16 @@ def test_only_the_last_kept_verdicts_are_remembered():
     twins.prime([(*r, "evaluator-0") for r in records])
     assert twins.settled(records[0][0].task_id, records[0][0].candidate_id) is None
     assert all(twins.settled(c.task_id, c.candidate_id) for c, _ in records[1:])
+
+
+def test_a_task_is_covered_once_a_candidate_of_it_is_judged_correct_here_or_primed():
+    twins = Twins()
+    wrong, wrong_result = verdict("# wrong", correct=False)
+    twins.finish(wrong.task_id, wrong.candidate_id, (wrong, wrong_result, "evaluator-0"))
+    assert not twins.covered(wrong.task_id)
+    right, right_result = verdict("# right")
+    twins.finish(right.task_id, right.candidate_id, (right, right_result, "evaluator-0"))
+    assert twins.covered(right.task_id) and not twins.covered("level1/2_Other")
+    primed = Twins()
+    primed.prime([(right, right_result, "evaluator-0")])
+    assert primed.covered(right.task_id)
