@@ -4,10 +4,10 @@ Work goes into one queue; every evaluator has `slots` worker coroutines that tak
 next item, so a fast or idle evaluator takes more work. An item submitted `first` (the
 dispatcher's: a candidate of a task without a correct kernel yet, or a compiler seed) is
 taken before every item that is not, each kind in the order submitted, so that a task's
-first kernel does not wait behind the tuning of tasks that have one. When a call raises `WorkerLost`
-(the evaluator died or is restarting), the item goes back to the queue for any evaluator
-and the worker waits before it calls again; after `max_attempts` losses of one item it
-fails with `EvaluationLost`. A worker whose evaluator lost `give_up_after` calls in a row
+first kernel does not wait behind the tuning of tasks that have one. When a call raises
+`WorkerLost` (the evaluator died or is restarting), the item goes back to the queue for
+any evaluator and the worker waits before it calls again; after `max_attempts` losses of
+one item it fails with `EvaluationLost`. A worker whose evaluator lost `give_up_after` calls in a row
 stops. The evaluation budget (total and per key) is counted here, at submission, so it
 is exact however many islands submit. `on_settle(payload, result, error)` is called
 once per item when it settles, in the worker, whether or not its submitter still waits.

@@ -71,7 +71,8 @@ class DeployInfo:
     compiled: str = ""  # how it is compiled: "" (eager), "default" (torch.compile) or "reduce-overhead"
     returned: str = ""  # the returned model's name: "original", "torch.compile(deployed (graph))", ...
     timings: tuple = ()  # (name, ms) of every model timed end to end in the final round (check_speed)
-    confirmation: tuple = ()  # (name, ms) of the deployed winner of that round and the original's fastest form, timed again
+    # (name, ms) of the deployed winner of that round and of the original's fastest form, timed again
+    confirmation: tuple = ()
 
 
 FORM_MODULES = "modules"  # a copy of the user's model, swapped submodules' forwards running the kernels

@@ -161,8 +161,8 @@ CASES += [  # pooling over 1 and 3 spatial dims, dilation, global average poolin
     # ATen's overloads, as extracted tasks call them (stride [] is the kernel's)
     ("aten_avgpool2d_default_stride", "return torch.ops.aten.avg_pool2d.default(torch.relu(xs[0]), [2, 2], []) * 2.0",
      "pass", "[]", X5),
-    ("aten_avgpool2d_pad_no_count", "return torch.ops.aten.avg_pool2d.default(xs[0], [3, 3], [2, 2], [1, 1], False, False)",
-     "pass", "[]", X5),
+    ("aten_avgpool2d_pad_no_count",
+     "return torch.ops.aten.avg_pool2d.default(xs[0], [3, 3], [2, 2], [1, 1], False, False)", "pass", "[]", X5),
     ("aten_maxpool2d_pad", "return torch.ops.aten.max_pool2d.default(xs[0] - 0.5, [3, 3], [2, 2], [1, 1])", "pass",
      "[]", X5),
     ("aten_avgpool3d", "return torch.ops.aten.avg_pool3d.default(xs[0], [2, 2, 2], [2, 2, 2])", "pass", "[]", X3D),
