@@ -78,12 +78,8 @@ class GpuTimingConfig:
     launch_bound_ratio: float = 1.1  # back to back slower per call than this x the events: the host bounds it
     quiet_threshold_us: float = 250.0  # a probe kernel slower than this: another context holds the device
     quiet_window_ms: float = 5.0  # the device is quiet once every probe of this long a window was fast
-    # the longest wait for a quiet device (0: no wait). What a stopped process left queued can
-    # be one slow launch of a poor tile or autotuning choice, seconds long: with a 2 s cap, 35
-    # of the 69 timings of one sitting at KernelBench's published sizes on an H200 ended their
-    # wait with the device still time-sliced (every probe slow), GEMMs timed at twice their
-    # idle time, baselines too (benchmarks/RESULTS.md)
-    quiet_cap_ms: float = 30000.0
+    # what a stopped process left queued can be one launch of seconds (docs/timing.md: 2 s was too short)
+    quiet_cap_ms: float = 30000.0  # the longest wait for a quiet device (0: no wait)
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None) -> "GpuTimingConfig":
