@@ -55,6 +55,7 @@ LIBRARY_OPS = frozenset("""
 mm addmm bmm baddbmm matmul linear convolution _convolution conv1d conv2d conv3d
 conv_transpose1d conv_transpose2d conv_transpose3d mkldnn_convolution addmv mv dot
 """.split())
+CONVOLUTION_OPS = frozenset(op for op in LIBRARY_OPS if "conv" in op)
 
 
 def library_work_only(reference_ops: set) -> bool:

@@ -58,7 +58,7 @@ class Capture:
     overrides: tuple  # the size overrides on top of the task's profile, as sorted items
     threads: int
     torch_version: str
-    gemm_templates: bool = False  # matmuls and convolutions as Inductor's Triton templates (max-autotune)
+    gemm_templates: bool = False  # matmuls as Inductor's Triton templates (max-autotune)
     # Triton kernels (CUDA): the config Inductor's autotuner picked for each, by kernel name:
     # {"kwargs": {"XBLOCK": ...}, "num_warps": n, "num_stages": n}
     configs: dict = field(default_factory=dict)
@@ -174,14 +174,12 @@ def picked_configs(code: str) -> dict:
 
 
 def gemm_template_options() -> dict:
-    """Inductor settings under which its matmuls and convolutions are its own Triton
-    templates, the fastest of each autotuned at compile time, instead of library calls:
+    """Inductor settings under which its matmuls are its own Triton templates, the fastest of each autotuned at compile time, instead of library calls:
     max-autotune for GEMMs with Triton as the only backend (no K-split subgraphs, which
     would compile as graphs of their own)."""
     from torch._inductor import config as inductor_config
 
-    options = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON",
-               "max_autotune_conv_backends": "TRITON"}
+    options = {"max_autotune_gemm": True, "max_autotune_gemm_backends": "TRITON"}
     if hasattr(inductor_config.triton, "num_decompose_k_splits"):
         options["triton.num_decompose_k_splits"] = 0
     return options
@@ -200,8 +198,8 @@ def _threads(n: int):
 def capture(task: Task, *, device: str = "cpu", overrides: dict | None = None, threads: int = 1,
             gemm_templates: bool = False) -> Capture:
     """Compile the task's Model with Inductor at the task's sizes (and `overrides`) on
-    `device` with `threads` CPU threads (`gemm_templates`: matmuls and convolutions as
-    Triton templates, see gemm_template_options); raises CaptureError when the result
+    `device` with `threads` CPU threads (`gemm_templates`: matmuls as Triton
+    templates, see gemm_template_options); raises CaptureError when the result
     cannot be a seed (graph breaks, dynamic shapes, outputs made outside the graph)."""
     from torch._inductor import config as inductor_config
     from torch._inductor.utils import run_and_get_code

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from foundry.evaluate.verdict import CONVOLUTION_OPS
 from foundry.seeds.candidate import RunMethod, assemble, forward_parameters
 from foundry.seeds.capture import Capture, CaptureError, capture
 from foundry.seeds.emit_cpp import CppSeedError, cpp_launch, cpp_library_source, cpp_part, inductor_cpp_flags
@@ -41,10 +42,11 @@ def size_sets(task: Task) -> list[dict]:
     return sets
 
 
-def library_only(task: Task) -> bool:
-    """Whether the task's reference computes nothing but library GEMMs/convolutions (its
-    compute ops, as the judge records them, recorded here on the meta device): a kernel
-    file may not leave such a task's work to the library (foundry.evaluate.verdict)."""
+def library_work(task: Task) -> frozenset:
+    """The task's library GEMM/convolution ops when its reference computes nothing else
+    (its compute ops, as the judge records them, recorded here on the meta device), else
+    the empty set: a kernel file may not leave such a task's work to the library
+    (foundry.evaluate.verdict)."""
     import torch
 
     from foundry.evaluate.harness import OpRecorder
@@ -55,8 +57,14 @@ def library_only(task: Task) -> bool:
         with torch.no_grad(), OpRecorder() as recorder:
             model(*inputs)
     except Exception:  # noqa: BLE001 - a reference the meta device cannot run: keep the default-mode seed
-        return False
-    return library_work_only(set(recorder.compute))
+        return frozenset()
+    ops = frozenset(recorder.compute)
+    return ops if library_work_only(set(ops)) else frozenset()
+
+
+def library_only(task: Task) -> bool:
+    """Whether the task's reference computes nothing but library GEMMs/convolutions."""
+    return bool(library_work(task))
 
 
 def _calls_library(codes: list[OutputCode]) -> bool:
@@ -135,12 +143,24 @@ def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
         from foundry.seeds.triton_seed import OnlyLibraryCalls, triton_seed
         try:
             seed = triton_seed(task, captures, codes)
-            if not (_calls_library(codes) and library_only(task)):
+            if not _calls_library(codes):
+                return seed
+            library = library_work(task)
+            if not library:
                 return seed
             default_mode = ("Inductor's default mode left the task's only work, a library GEMM/convolution, "
                             "to torch")
         except OnlyLibraryCalls as e:
             default_mode = str(e)
+            library = library_work(task)
+        if library & CONVOLUTION_OPS:
+            # Inductor's Triton convolution templates (max-autotune) ran at 0.03-0.56x of
+            # cuDNN on KernelBench's convolutions at their published sizes on an H200, and
+            # autotuning them held a seed process for minutes: the project's conv templates
+            # are such a task's first kernel instead
+            return no_seed(task.task_id, device, f"{default_mode}; a convolution gets no max-autotune seed "
+                                                 "(Inductor's Triton convolution templates are far slower than "
+                                                 "cuDNN); the convolution templates cover it")
         try:
             captures = _capture_all(task, device, threads, gemm_templates=True)
             return triton_seed(task, captures, [parse_output_code(c.code) for c in captures])

@@ -34,3 +34,12 @@ def test_triton_seed_is_correct_on_cuda(path):
                                                             backend="triton", origin="seed"))
     assert r.correct, f"stage {Stage(r.stage).label}, flags {r.flags}: {r.error[:600]}"
     assert r.flags == () and r.speedup_compile is not None
+
+
+def test_a_lone_convolution_gets_no_max_autotune_seed_on_cuda():
+    from foundry.seeds import inductor_seed
+    from foundry.tasks import load_task
+
+    task = load_task(ROOT / "benchmarks" / "suite" / "level1" / "51_Conv2d.py", profile="small")
+    seed = inductor_seed(task, device="cuda")
+    assert not seed.ok and "convolution templates cover it" in seed.note, seed.note

@@ -233,3 +233,15 @@ def test_a_task_that_is_only_a_library_op_is_told_apart(name, only):
 
     task = load_task(Path(__file__).resolve().parents[2] / "benchmarks" / "suite" / name, profile="full")
     assert library_only(task) is only
+
+
+@pytest.mark.parametrize("name, convolution", [("level1/51_Conv2d.py", True), ("level1/01_Square_matmul.py", False)])
+def test_a_lone_convolution_is_told_from_a_lone_matmul(name, convolution):
+    """A task that is only library convolutions gets no max-autotune seed (Inductor's
+    Triton convolution templates are far slower than cuDNN); a lone matmul still does."""
+    from foundry.evaluate.verdict import CONVOLUTION_OPS
+    from foundry.seeds.seed import library_work
+
+    task = load_task(Path(__file__).resolve().parents[2] / "benchmarks" / "suite" / name, profile="full")
+    ops = library_work(task)
+    assert ops and bool(ops & CONVOLUTION_OPS) is convolution
