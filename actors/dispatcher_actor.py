@@ -11,7 +11,7 @@ once, without a result, so that no island waits on another's."""
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import ray
 from ray.exceptions import ActorUnschedulableError, RayActorError
@@ -24,11 +24,11 @@ from foundry.store.unfinished import Unfinished
 from foundry.types import Candidate, EvalResult, Stage, Task
 
 
-def _caller(handle):
+def _caller(handle, tuning_open: Callable[[], bool]):
     async def call(payload):
         task, candidate, _origin = payload
-        try:
-            return await handle.evaluate.remote(task, candidate)
+        try:  # whether to tune is settled as the evaluator takes the candidate, not as it was queued
+            return await handle.evaluate.remote(task, candidate, tune=tuning_open())
         except (RayActorError, ActorUnschedulableError) as e:  # the second: its node is gone
             raise WorkerLost(type(e).__name__) from None
     return call
@@ -53,8 +53,10 @@ def _outcome(candidate: Candidate, value: Any, error: BaseException | None) -> t
 class DispatcherActor:
     def __init__(self, *, budget: int | None, budget_per_key: int | None,
                  spent_per_key: dict | None = None, max_attempts: int = 3, retry_delay_s: float = 0.5,
-                 judged: Iterable[tuple[Candidate, EvalResult, str]] = ()):
-        """`judged`: earlier sessions' verdicts (candidate, result, evaluator), oldest first."""
+                 judged: Iterable[tuple[Candidate, EvalResult, str]] = (), tasks: Iterable[str] = ()):
+        """`judged`: earlier sessions' verdicts (candidate, result, evaluator), oldest first.
+        `tasks`: the run's task ids; until each has a verdict (or was closed), candidates
+        are judged untuned while other work waits in the queue (breadth first)."""
         self.ledger = Ledger()
         self.balancer = Balancer(budget=budget, budget_per_key=budget_per_key,
                                  spent_per_key=dict(spent_per_key or {}),
@@ -63,6 +65,17 @@ class DispatcherActor:
         self.twins = Twins()
         self.twins.prime(judged)
         self._evaluators: dict[str, Any] = {}  # name -> handle
+        self.tasks = frozenset(tasks)
+        self._closed_tasks: set[str] = set()
+        self._breadth_reached = False
+
+    def tuning_open(self) -> bool:
+        """Whether a candidate taken now is tuned: once every task of the run has a
+        verdict or was closed, or, before that, while no other candidate waits (tuning
+        then delays no task's first kernel)."""
+        if not self._breadth_reached:
+            self._breadth_reached = all(self.twins.reached(t) or t in self._closed_tasks for t in self.tasks)
+        return self._breadth_reached or self.balancer.queue.qsize() == 0
 
     def _file(self, payload: Any, value: Any, error: BaseException | None) -> None:
         task, candidate, origin = payload
@@ -75,7 +88,7 @@ class DispatcherActor:
 
     async def add_evaluators(self, handles: dict, slots: int = 1) -> None:
         for name, handle in handles.items():
-            self.balancer.add_worker(name, _caller(handle), slots=slots)
+            self.balancer.add_worker(name, _caller(handle, self.tuning_open), slots=slots)
             self._evaluators[name] = handle
 
     async def remove_evaluators(self, names: list[str]) -> int:
@@ -114,7 +127,7 @@ class DispatcherActor:
         if origin:
             self.ledger.seen(origin=origin, island_index=candidate.island_id)
         key = (task.task_id, candidate.candidate_id)
-        settled = self.twins.settled(*key)
+        settled = self.twins.settled(*key, tuning_open=self.tuning_open())
         if settled is not None:
             return (*settled, TWIN + ": judged once, for another island or an earlier session")
         if self.twins.judging(*key):
@@ -165,7 +178,9 @@ class DispatcherActor:
         return stats["queued"] == 0 and stats["busy"] == 0
 
     def close(self, reason: str, key: str | None = None) -> None:
+        if key is not None:
+            self._closed_tasks.add(key)
         self.balancer.close(reason, key)
 
     def stats(self) -> dict[str, Any]:
-        return {**self.balancer.stats(), "ledger_open": len(self.ledger)}
+        return {**self.balancer.stats(), "ledger_open": len(self.ledger), "breadth_reached": self._breadth_reached}

@@ -13,7 +13,7 @@ import re
 import time
 from typing import Any, Mapping
 
-from actors.twins import TUNING_DEFERRED
+from actors.twins import BREADTH, TUNING_DEFERRED
 from foundry.types import Candidate, EvalResult, Task
 
 _TUNABLE = re.compile(r"^TUNABLE\s*[:=]", re.M)
@@ -72,10 +72,11 @@ class EvaluationService:
             return screen(task=task, candidate=candidate, points=settings)
         return run_screen
 
-    def run(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult]:
+    def run(self, task: Task, candidate: Candidate, *, tune: bool = True) -> tuple[Candidate, EvalResult]:
         """(the candidate as evaluated, possibly with tuned params; its result, with its
-        roofline position where the service has the device's ceilings)."""
-        evaluated, result = self._run(task, candidate)
+        roofline position where the service has the device's ceilings). `tune` False:
+        judged at its own settings, as the run's tuning waits (actors.twins.BREADTH)."""
+        evaluated, result = self._run(task, candidate, tune)
         if result.correct:
             self.covered.add(task.task_id)
         return evaluated, self._with_roofline(task, result)
@@ -100,14 +101,17 @@ class EvaluationService:
             extra = {"roofline": position}
         return dataclasses.replace(result, metrics={**(result.metrics or {}), **extra})
 
-    def _run(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult]:
+    def _run(self, task: Task, candidate: Candidate, tune: bool) -> tuple[Candidate, EvalResult]:
         if self.tuner is None or not candidate.source or not _TUNABLE.search(candidate.source):
             return candidate, self._measure(task)(candidate)
-        if not self.tuner.config.tune_uncovered and task.task_id not in self.covered:
-            # coverage first: tuning waits for a correct kernel, and the verdict says so (so
-            # that the same code proposed later, with the task covered, is tuned: actors.twins)
+        # coverage first: tuning waits for every task's first verdict (`tune` False) and for
+        # a correct kernel of this task, and the verdict says so (so that the same code
+        # proposed later, with the task covered, is tuned: actors.twins)
+        deferred = BREADTH if not tune else (
+            True if not self.tuner.config.tune_uncovered and task.task_id not in self.covered else None)
+        if deferred is not None:
             result = self._measure(task)(candidate)
-            return candidate, dataclasses.replace(result, metrics={**(result.metrics or {}), TUNING_DEFERRED: True})
+            return candidate, dataclasses.replace(result, metrics={**(result.metrics or {}), TUNING_DEFERRED: deferred})
         seen: dict[str, Candidate] = {candidate.candidate_id: candidate}
         started, before = time.monotonic(), self.measurements
         tuned = self.tuner.tune(task=task, candidate=candidate, measure=self._measure(task, seen),

@@ -63,13 +63,13 @@ class EvaluatorActor:
         self.count = 0
         self.busy_s = 0.0  # lane-seconds spent on evaluations, all lanes together
 
-    def evaluate(self, task: Task, candidate: Candidate) -> tuple[Candidate, EvalResult, str]:
-        """(the candidate as evaluated (tuned params where it declares TUNABLE and tuning
-        is on), its result, this evaluator's name)."""
+    def evaluate(self, task: Task, candidate: Candidate, tune: bool = True) -> tuple[Candidate, EvalResult, str]:
+        """(the candidate as evaluated (tuned params where it declares TUNABLE, tuning is
+        on and `tune`), its result, this evaluator's name)."""
         service = self._free.get()
         started, wall = time.monotonic(), time.time()
         try:
-            candidate, result = service.run(task, candidate)
+            candidate, result = service.run(task, candidate, tune=tune)
         finally:
             self._free.put(service)
         busy = time.monotonic() - started

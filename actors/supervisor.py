@@ -109,7 +109,8 @@ class Supervisor(RunRecords, IslandRestarts, RunStop, ClusterCare):
         self.dispatcher = DispatcherActor.options(scheduling_strategy=here).remote(
             budget=budget, budget_per_key=s.budget.evaluations_per_task, spent_per_key=spent,
             # earlier sessions' verdicts: the same code proposed again is not judged again
-            judged=[(rec.candidate, rec.result, rec.evaluator) for rec in self.prior[-TWINS_KEPT:]])
+            judged=[(rec.candidate, rec.result, rec.evaluator) for rec in self.prior[-TWINS_KEPT:]],
+            tasks=sorted(self.tasks))
         ray.get(self.dispatcher.add_evaluators.remote(self.evaluators, lanes))
         self.prompt_actor = PromptEvolverActor.options(max_restarts=s.ray.max_restarts,
                                                        scheduling_strategy=here).remote(

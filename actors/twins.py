@@ -7,8 +7,10 @@ its earlier sessions logged. One exception: a TUNABLE candidate judged untuned b
 task had no correct kernel yet (`TUNING_DEFERRED` in its metrics) is judged again once the
 task has one, so that its tuning is not lost to the first, untuned verdict; a verdict
 reached after the task was covered stands, whatever it says (an evaluator that had not
-heard of the coverage may have judged it untuned again). Pure Python (no Ray): the
-dispatcher actor holds one.
+heard of the coverage may have judged it untuned again). A candidate judged untuned
+because the run's tuning waited for every task's first verdict (`TUNING_DEFERRED` set to
+`BREADTH`) is judged again, tuned, once that wait is over and its task is covered. Pure
+Python (no Ray): the dispatcher actor holds one.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Iterable
 from foundry.types import Candidate, EvalResult
 
 TUNING_DEFERRED = "tuning_deferred"  # metrics key: judged untuned while tuning waited for a correct kernel
+BREADTH = "breadth"  # ... its value where tuning waited for every task of the run to have a verdict
 KEPT = 1024  # settled outcomes kept
 
 
@@ -28,6 +31,7 @@ class Twins:
         self._settled: OrderedDict[tuple[str, str], tuple[Candidate, EvalResult, str]] = OrderedDict()
         self._judging: set[tuple[str, str]] = set()
         self._covered: set[str] = set()  # tasks with a correct verdict
+        self._reached: set[str] = set()  # tasks with a verdict
         self._standing: set[tuple[str, str]] = set()  # verdicts reached with their task covered
 
     def prime(self, records: Iterable[tuple[Candidate, EvalResult, str]]) -> int:
@@ -42,15 +46,24 @@ class Twins:
                 count += 1
         return min(count, self.kept)
 
-    def settled(self, task_id: str, candidate_id: str) -> tuple[Candidate, EvalResult, str] | None:
-        """The verdict to hand back for this code, or None where it is to be judged."""
+    def settled(self, task_id: str, candidate_id: str, *,
+                tuning_open: bool = True) -> tuple[Candidate, EvalResult, str] | None:
+        """The verdict to hand back for this code, or None where it is to be judged.
+        `tuning_open`: whether the run's tuning still waits for every task's first verdict
+        (False: an untuned verdict deferred for that wait stands for now)."""
         outcome = self._settled.get((task_id, candidate_id))
         if outcome is None:
             return None
-        metrics = outcome[1].metrics or {}
-        if metrics.get(TUNING_DEFERRED) and task_id in self._covered and (task_id, candidate_id) not in self._standing:
+        deferred = (outcome[1].metrics or {}).get(TUNING_DEFERRED)
+        if deferred == BREADTH and not tuning_open:
+            return outcome
+        if deferred and task_id in self._covered and (task_id, candidate_id) not in self._standing:
             return None  # tuned now, it may do better than its untuned verdict
         return outcome
+
+    def reached(self, task_id: str) -> bool:
+        """Whether some candidate of the task has a verdict (correct or not)."""
+        return task_id in self._reached
 
     def covered(self, task_id: str) -> bool:
         """Whether some candidate of the task was judged correct (in this run or, primed,
@@ -68,7 +81,7 @@ class Twins:
         or a failure the dispatcher made)."""
         self._judging.discard((task_id, candidate_id))
         if outcome is not None:
-            if task_id in self._covered:
+            if task_id in self._covered and (outcome[1].metrics or {}).get(TUNING_DEFERRED) != BREADTH:
                 self._standing.add((task_id, candidate_id))
             self._keep(task_id, candidate_id, outcome)
 
@@ -76,6 +89,7 @@ class Twins:
         key = (task_id, candidate_id)
         self._settled[key] = outcome
         self._settled.move_to_end(key)
+        self._reached.add(task_id)
         if outcome[1].correct:
             self._covered.add(task_id)
         while len(self._settled) > self.kept:

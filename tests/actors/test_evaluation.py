@@ -113,3 +113,16 @@ def test_with_tuning_waiting_for_coverage_a_tasks_first_candidate_is_judged_once
     _, tuned = second.run(relu_task, other)
     assert second.measurements >= 3 and len(tuned.metrics["tuning"]) == 3  # the other lane tunes now
     assert TUNING_DEFERRED not in tuned.metrics
+
+
+def test_while_the_run_waits_for_every_tasks_first_verdict_a_covered_tasks_candidate_is_judged_untuned(relu_task):
+    """`tune` False (the dispatcher's breadth-first wait): judged once at its own settings,
+    even with the task covered and tuning from the start, and the verdict says why."""
+    from actors.twins import BREADTH
+    svc = EvaluationService(evaluator=FixedCostEvaluator(), device="cpu", covered={relu_task.task_id},
+                            tuning=tuner_config({"tune_budget": 8, "tune_exhaustive_max": 8, "tune_uncovered": True}))
+    cand = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 5), backend="c")
+    out, result = svc.run(relu_task, cand, tune=False)
+    assert svc.measurements == 1 and out == cand and result.metrics[TUNING_DEFERRED] == BREADTH
+    _, tuned = svc.run(relu_task, cand)
+    assert len(tuned.metrics["tuning"]) == 3 and TUNING_DEFERRED not in tuned.metrics

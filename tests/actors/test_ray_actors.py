@@ -207,3 +207,42 @@ def test_the_same_candidate_from_two_islands_is_judged_once(ray_session, relu_ta
     for e in evs.values():
         ray.kill(e)
     ray.kill(disp)
+
+
+def test_candidates_are_judged_untuned_until_every_task_of_the_run_has_a_verdict(ray_session, relu_task):
+    """Breadth first: while a task of the run has no verdict and other work waits, a
+    TUNABLE candidate is judged at its own settings; the same code proposed after every
+    task has one is judged again, tuned."""
+    import dataclasses
+    import time
+    ray = ray_session
+    from actors.evaluation import tuner_config
+    from actors.evaluator_actor import EvaluatorActor, evaluator_options
+    from actors.dispatcher_actor import DispatcherActor
+    from actors.standins import copy_candidate_source
+    from actors.twins import BREADTH, TUNING_DEFERRED
+    from foundry.types import Candidate
+    other = dataclasses.replace(relu_task, task_id="level1/2_Other")
+    opts = evaluator_options(gpu=False, cpus=0, max_restarts=0, slots=1)
+    ev = EvaluatorActor.options(**opts).remote(
+        name="ev-0", eval_config={"cost_s": 0.3}, impl="actors.standins:fixed_cost_evaluator", covered=(relu_task.task_id,),
+        tuning=tuner_config({"tune_budget": 8, "tune_exhaustive_max": 8, "tune_uncovered": True}))
+    disp = DispatcherActor.remote(budget=None, budget_per_key=None, tasks=[relu_task.task_id, other.task_id])
+    ray.get(disp.add_evaluators.remote({"ev-0": ev}, 1))
+    busy = Candidate.make(task_id=relu_task.task_id, source="# holds the lane", backend="c", island_id=0)
+    tunable = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 7), backend="c",
+                             island_id=0)
+    waiting = Candidate.make(task_id=other.task_id, source="# the other task's first", backend="c", island_id=1)
+    refs = [disp.submit.remote(relu_task, busy)]
+    time.sleep(0.1)
+    refs.append(disp.submit.remote(relu_task, tunable))
+    time.sleep(0.1)
+    refs.append(disp.submit.remote(other, waiting))
+    first = ray.get(refs)[1][1]
+    assert first.metrics[TUNING_DEFERRED] == BREADTH and "tuning" not in first.metrics
+    again = dataclasses.replace(tunable, island_id=2)
+    _, tuned, _, refusal = ray.get(disp.submit.remote(relu_task, again))
+    assert refusal == "" and len(tuned.metrics["tuning"]) == 3 and TUNING_DEFERRED not in tuned.metrics
+    assert ray.get(disp.stats.remote())["breadth_reached"] is True
+    ray.kill(ev)
+    ray.kill(disp)

@@ -86,3 +86,20 @@ def test_a_task_is_covered_once_a_candidate_of_it_is_judged_correct_here_or_prim
     primed = Twins()
     primed.prime([(right, right_result, "evaluator-0")])
     assert primed.covered(right.task_id)
+
+
+def test_a_verdict_deferred_for_the_runs_breadth_first_wait_stands_until_the_wait_ends():
+    """Judged untuned because some task of the run had no verdict yet: the same code comes
+    back with that verdict while the wait lasts, and is judged again (tuned) after it, its
+    task being covered; a second deferral of that kind does not make it stand."""
+    from actors.twins import BREADTH
+    twins = Twins()
+    cand, result = verdict("# tunable")
+    deferred = (cand, EvalResult(**{**result.__dict__, "metrics": {TUNING_DEFERRED: BREADTH}}), "evaluator-0")
+    twins.start(cand.task_id, cand.candidate_id)
+    twins.finish(cand.task_id, cand.candidate_id, deferred)
+    assert twins.reached(cand.task_id) and not twins.reached("level1/2_Other")
+    assert twins.settled(cand.task_id, cand.candidate_id, tuning_open=False) == deferred
+    twins.start(cand.task_id, cand.candidate_id)
+    twins.finish(cand.task_id, cand.candidate_id, deferred)  # deferred again, the task already covered
+    assert twins.settled(cand.task_id, cand.candidate_id, tuning_open=True) is None
