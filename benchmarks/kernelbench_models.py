@@ -2,13 +2,15 @@
 check, each step in its own process, resumable (a step whose output is there is skipped).
 
     python benchmarks/kernelbench_models.py ../shared/kernelbench/level3/4_LeNet5.py \\
-        --out runs/kb_models --search-s 240 [--set batch_size=8] [--device cpu]
+        --out runs/kb_models --search-s 240 [--set batch_size=8] [--device cpu] [--max-autotune]
 
 Per model, under OUT/<file stem>/: `tasks/` (foundry.extract), `run/` (the main job,
 `llm=none` unless --llm says otherwise, --search-s seconds), `deploy.json` (what deploy
-handed back and the end-to-end times it measured: eager, torch.compile and the returned
-model, interleaved in one process, and the largest error on fresh inputs). The last line
-printed per model is a summary of deploy.json."""
+handed back and the end-to-end times it measured: eager, torch.compile (with
+--max-autotune its max-autotune mode too) and the returned model, interleaved in one
+process, and the largest error on fresh inputs), `steps.json` (each step's seconds). The
+last line printed per model is a summary: the regions and their shares, how many got a
+correct kernel in the run, the times and the error."""
 
 from __future__ import annotations
 
@@ -26,13 +28,17 @@ def _step(cmd: list[str], log: Path, timeout_s: float) -> float:
     """Run `cmd` from the project root, its output into `log`; returns its seconds."""
     t0 = time.monotonic()
     with log.open("w") as f:
-        p = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s)
+        try:
+            p = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise SystemExit(f"{' '.join(cmd[:4])} ... ran past {timeout_s:.0f} s: see {log}") from None
     if p.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} exited {p.returncode}: see {log}")
     return time.monotonic() - t0
 
 
-def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None, out: str) -> None:
+def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None, out: str,
+               max_autotune: bool = False) -> None:
     """In this process: deploy the model of `spec` from `run_dir`, check it against the
     original and write what was seen to `out` (JSON)."""
     import torch
@@ -49,26 +55,59 @@ def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None
     deploy_s = time.monotonic() - t0
     info = deployed.foundry_deploy
     inputs = example_inputs_of(read_run(run_dir, model).manifest)
-    r = check(model, deployed, inputs)
+    r = check(model, deployed, inputs, max_autotune=max_autotune)
     record = {
         "spec": spec, "overrides": overrides, "torch": torch.__version__, "threads": r.threads,
         "returned": info.returned, "swapped": [[t, list(m)] for t, m, _ in info.swapped],
         "passed_over": [[t, why] for t, why in info.passed_over], "deploy_timings_ms": dict(info.timings),
         "deploy_confirmation_ms": dict(info.confirmation),
         "deploy_s": deploy_s, "max_abs_err": r.max_abs_err, "eager_ms": r.eager_ms, "compile_ms": r.compile_ms,
+        "max_autotune_ms": r.max_autotune_ms,
         "returned_ms": r.deployed_ms, "kernel_calls": r.kernel_calls, "fallback_calls": r.fallback_calls,
     }
     Path(out).write_text(json.dumps(record, indent=1))
 
 
-def summary(name: str, record: dict, manifest_file: Path) -> str:
+def covered_tasks(run_dir: Path) -> int:
+    """How many of the run's tasks have a correct kernel."""
+    from foundry.store.evallog import read_evaluations
+    return len({rec.result.task_id for rec in read_evaluations(run_dir) if rec.result.correct})
+
+
+def summary(name: str, record: dict, manifest_file: Path, covered: int | None = None) -> str:
     manifest = json.loads(manifest_file.read_text())
     regions = ", ".join(f"{r['label']} x{r['count']} ({r['share']:.0%})" for r in manifest["regions"])
     best = min(record["eager_ms"], record["compile_ms"] or float("inf"))
-    return (f"{name}: regions {regions or 'none'}; returned {record['returned']} with {len(record['swapped'])} "
-            f"region(s) swapped in; eager {record['eager_ms']:.4g} ms, torch.compile {record['compile_ms']:.4g} ms, "
-            f"returned {record['returned_ms']:.4g} ms ({best / record['returned_ms']:.3f}x the faster of the two); "
+    autotune = record.get("max_autotune_ms")
+    autotune = f", max-autotune {autotune:.4g} ms" if autotune else ""
+    kernels = "" if covered is None else f"; {covered} of {len(manifest['regions'])} region(s) with a correct kernel"
+    return (f"{name}: regions {regions or 'none'}{kernels}; returned {record['returned']} with "
+            f"{len(record['swapped'])} region(s) swapped in; eager {record['eager_ms']:.4g} ms, torch.compile "
+            f"{record['compile_ms']:.4g} ms{autotune}, returned {record['returned_ms']:.4g} ms "
+            f"({best / record['returned_ms']:.3f}x the faster of eager and torch.compile); "
             f"max abs error {record['max_abs_err']:.3g}; {record['threads']} thread(s)")
+
+
+def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev: list[str]) -> None:
+    """Extract, search, deploy and check one model into `d`, skipping each step whose
+    output is there; each step's seconds go into d/steps.json."""
+    spec = str(Path(file).resolve())
+    steps_file = d / "steps.json"
+    steps = json.loads(steps_file.read_text()) if steps_file.is_file() else {}
+    plan = [("extract", d / "tasks" / "manifest.json",
+             [sys.executable, "-m", "foundry.extract", spec, "--out", str(d / "tasks"), *sets, *dev], 3600),
+            ("search", d / "run" / "report.md",
+             [sys.executable, "-m", "foundry", f"tasks.path={d / 'tasks'}", f"llm={a.llm}",
+              f"budget.wall_time_s={a.search_s}", f"hydra.run.dir={d / 'run'}"], a.search_s + 600),
+            ("deploy", d / "deploy.json",
+             [sys.executable, __file__, spec, "--deploy-one", str(d / "run"), str(d / "deploy.json"), *sets, *dev,
+              *(["--max-autotune"] if a.max_autotune else [])], 3600)]
+    for name, output, cmd, timeout_s in plan:
+        if output.is_file():
+            continue
+        steps[name] = round(_step(cmd, d / f"{name}.log", timeout_s), 1)
+        steps_file.write_text(json.dumps(steps, indent=1))
+        print(f"{d.name}: {name} took {steps[name]:.0f} s", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -79,32 +118,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--llm", default="none")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="passed to extract/deploy")
     ap.add_argument("--device", default=None)
+    ap.add_argument("--max-autotune", action="store_true", help="time torch.compile's max-autotune mode too")
     ap.add_argument("--deploy-one", nargs=2, metavar=("RUN_DIR", "OUT_JSON"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.deploy_one:
-        deploy_one(a.files[0], a.deploy_one[0], a.set, a.device, a.deploy_one[1])
+        deploy_one(a.files[0], a.deploy_one[0], a.set, a.device, a.deploy_one[1], max_autotune=a.max_autotune)
         return 0
     sets = [x for s in a.set for x in ("--set", s)]
     dev = ["--device", a.device] if a.device else []
+    failed = []
     for file in a.files:
         d = (Path(a.out) / Path(file).stem).resolve()
         d.mkdir(parents=True, exist_ok=True)
-        spec = str(Path(file).resolve())
-        if not (d / "tasks" / "manifest.json").is_file():
-            s = _step([sys.executable, "-m", "foundry.extract", spec, "--out", str(d / "tasks"), *sets, *dev],
-                      d / "extract.log", 3600)
-            print(f"{d.name}: extracted in {s:.0f} s", flush=True)
-        if not (d / "run" / "report.md").is_file():
-            s = _step([sys.executable, "-m", "foundry", f"tasks.path={d / 'tasks'}", f"llm={a.llm}",
-                       f"budget.wall_time_s={a.search_s}", f"hydra.run.dir={d / 'run'}"],
-                      d / "search.log", a.search_s + 600)
-            print(f"{d.name}: searched in {s:.0f} s", flush=True)
-        if not (d / "deploy.json").is_file():
-            s = _step([sys.executable, __file__, spec, "--deploy-one", str(d / "run"), str(d / "deploy.json"),
-                       *sets, *dev], d / "deploy.log", 3600)
-            print(f"{d.name}: deployed and checked in {s:.0f} s", flush=True)
-        print(summary(d.name, json.loads((d / "deploy.json").read_text()), d / "tasks" / "manifest.json"),
-              flush=True)
+        try:
+            model_steps(file, d, a, sets, dev)
+        except SystemExit as e:  # one model's failure is reported; the others go on
+            print(f"{d.name}: {e}", flush=True)
+            failed.append(d.name)
+            continue
+        print(summary(d.name, json.loads((d / "deploy.json").read_text()), d / "tasks" / "manifest.json",
+                      covered_tasks(d / "run")), flush=True)
+    if failed:
+        print(f"{len(failed)} of {len(a.files)} model(s) failed: {', '.join(failed)}", flush=True)
+        return 1
     return 0
 
 

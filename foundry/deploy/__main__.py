@@ -4,7 +4,8 @@ for foundry.extract) and hand back the fastest of the original, torch.compile of
 deployed model and torch.compile of that, measured end to end here; say which, and which
 regions went in. With --check, run the original and the returned model on fresh inputs and
 print the largest error and the end-to-end speedup against eager and against
-torch.compile of the original (measured, same process).
+torch.compile of the original (measured, same process; with --max-autotune its
+max-autotune mode too).
 
 A region stays in only where the model with it is faster than without it, timed here
 (--no-speed-check: every correct kernel, eager, untimed; --no-compile: no compiled forms). Exit 0 on success, 2 for a bad SPEC, a run directory made for another model or a kernel
@@ -31,6 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="compare with the original and time both")
     ap.add_argument("--no-compile", action="store_true",
                     help="leave torch.compile out: of the models to choose from, and of --check's baselines")
+    ap.add_argument("--max-autotune", action="store_true",
+                    help="with --check, time torch.compile(mode='max-autotune') of the original too (minutes to compile)")
     ap.add_argument("--no-speed-check", action="store_true",
                     help="swap in every correct kernel the run judged faster, without timing the model here")
     ap.add_argument("--device", default=None, help="run the model there (as for foundry.extract)")
@@ -61,11 +64,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.check:
             manifest = read_run(args.run_dir, model, tasks_dir=args.tasks).manifest
             inputs = example_inputs_of(manifest)
-            r = check(model, deployed, inputs, with_compile=not args.no_compile)
+            r = check(model, deployed, inputs, with_compile=not args.no_compile, max_autotune=args.max_autotune)
             print(f"check on fresh inputs ({', '.join(str(tuple(x.shape)) for x in inputs)}, "
                   f"{r.threads} thread(s)): largest abs error {r.max_abs_err:.3g}")
             comp = "" if r.compile_ms is None else (f", torch.compile {r.compile_ms:.4g} ms -> "
                                                      f"{r.speedup_compile:.3f}x vs torch.compile")
+            if r.max_autotune_ms is not None:
+                comp += f", max-autotune {r.max_autotune_ms:.4g} ms -> {r.max_autotune_ms / r.deployed_ms:.3f}x"
             print(f"  eager {r.eager_ms:.4g} ms, deployed {r.deployed_ms:.4g} ms -> {r.speedup_eager:.3f}x vs eager"
                   f"{comp}")
             print(f"  during timing: {r.kernel_calls} kernel call(s), {r.fallback_calls} fallback call(s)")

@@ -1,7 +1,8 @@
 """Compare a deployed model with the original on fresh inputs: the largest error, and the
 end-to-end time of the original in eager mode, of torch.compile of the original and of
-the deployed model, measured in the same process on the same inputs, in interleaved
-rounds (a change of the machine's load weighs on all three alike)."""
+the deployed model (and, asked for, of torch.compile's max-autotune mode), measured in the
+same process on the same inputs, in interleaved rounds (a change of the machine's load
+weighs on all of them alike)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class CheckResult:
     kernel_calls: int  # calls that ran a swapped-in kernel during the timed runs (all three timed together)
     fallback_calls: int
     threads: int
+    max_autotune_ms: float | None = None  # torch.compile(original, mode="max-autotune"), where asked for
 
     @property
     def speedup_eager(self) -> float:
@@ -49,7 +51,10 @@ def max_error(a, b) -> float:
     return max((float((x.double() - y.double()).abs().max()) for x, y in zip(fa, fb) if x.numel()), default=0.0)
 
 
-def check(original: nn.Module, deployed: nn.Module, inputs: tuple, *, with_compile: bool = True) -> CheckResult:
+def check(original: nn.Module, deployed: nn.Module, inputs: tuple, *, with_compile: bool = True,
+          max_autotune: bool = False) -> CheckResult:
+    """`max_autotune`: time torch.compile's max-autotune mode of the original too (its
+    compile takes minutes on large models)."""
     device = str(inputs[0].device)
     with torch.no_grad():
         err = max_error(original(*inputs), deployed(*inputs))
@@ -61,10 +66,17 @@ def check(original: nn.Module, deployed: nn.Module, inputs: tuple, *, with_compi
         with torch.no_grad():
             compiled(*inputs)
         fns.append(lambda: compiled(*inputs))
+    if max_autotune:
+        autotuned = torch.compile(original, mode="max-autotune")
+        with torch.no_grad():
+            autotuned(*inputs)
+        fns.append(lambda: autotuned(*inputs))
     deployed_ms, eager_ms, *rest = interleaved_median_ms(fns, device=device)
-    compile_ms = rest[0] if rest else None
+    compile_ms = rest.pop(0) if with_compile else None
+    max_autotune_ms = rest.pop(0) if max_autotune else None
     after = [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] if info else []
     kernel = sum(a[0] - b[0] for a, b in zip(after, before))
     fallback = sum(a[1] - b[1] for a, b in zip(after, before))
     return CheckResult(max_abs_err=err, eager_ms=eager_ms, compile_ms=compile_ms, deployed_ms=deployed_ms,
-                       kernel_calls=kernel, fallback_calls=fallback, threads=torch.get_num_threads())
+                       kernel_calls=kernel, fallback_calls=fallback, threads=torch.get_num_threads(),
+                       max_autotune_ms=max_autotune_ms)

@@ -35,17 +35,42 @@ class TaskSummary:
         return self.correct / self.evaluations if self.evaluations else 0.0
 
 
+def task_baselines(records: Iterable[EvaluationRecord]) -> dict[str, tuple[float | None, float | None]]:
+    """The task's eager and torch.compile times per hardware id, the last each of its
+    records carried."""
+    out: dict[str, tuple[float | None, float | None]] = {}
+    for r in records:
+        eager, compiled = out.get(r.result.hardware, (None, None))
+        out[r.result.hardware] = (r.result.eager_ms or eager, r.result.compile_ms or compiled)
+    return out
+
+
+def speedups(record: EvaluationRecord, baselines: Mapping[str, tuple]) -> tuple[float | None, float | None]:
+    """A correct record's speedups over eager and torch.compile: its own, or, where the
+    task's baselines failed when it was judged, its time against the baselines another
+    record of the task carried from the same hardware (`task_baselines`)."""
+    res = record.result
+    eager, compiled = baselines.get(res.hardware, (None, None))
+    ms = res.runtime_ms
+    return (res.speedup_eager if res.speedup_eager is not None else (eager / ms if eager and ms else None),
+            res.speedup_compile if res.speedup_compile is not None else (compiled / ms if compiled and ms else None))
+
+
 def best_record(records: Iterable[EvaluationRecord]) -> EvaluationRecord | None:
-    """The correct record with the highest speedup vs eager (first one wins ties); where
-    no correct record has one (the task's eager baseline failed each time it was judged),
-    the fastest correct record."""
+    """The correct record with the highest speedup vs eager (first one wins ties; see
+    `speedups` for a record judged while the task's baselines failed); where no correct
+    record has one, the fastest correct record."""
+    records = list(records)
+    baselines = task_baselines(records)
     best = fastest = None
+    best_speedup = None
     for r in records:
         if not r.result.correct:
             continue
-        if r.result.speedup_eager is not None:
-            if best is None or r.result.speedup_eager > best.result.speedup_eager:
-                best = r
+        speedup = speedups(r, baselines)[0]
+        if speedup is not None:
+            if best is None or speedup > best_speedup:
+                best, best_speedup = r, speedup
         elif r.result.runtime_ms is not None:
             if fastest is None or r.result.runtime_ms < fastest.result.runtime_ms:
                 fastest = r
@@ -77,6 +102,7 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
     out = {}
     for task_id, recs in by_task.items():
         best = best_record(recs)
+        best_eager, best_compile = speedups(best, task_baselines(recs)) if best else (None, None)
         curve, running = [], None
         cells: dict[tuple, float] = {}
         stages: dict[int, int] = {}
@@ -94,8 +120,7 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
             compile_ = res.compile_ms if res.compile_ms is not None else compile_
         out[task_id] = TaskSummary(
             task_id=task_id, evaluations=len(recs), correct=sum(r.result.correct for r in recs),
-            best_speedup_eager=best.result.speedup_eager if best else None,
-            best_speedup_compile=best.result.speedup_compile if best else None,
+            best_speedup_eager=best_eager, best_speedup_compile=best_compile,
             best_candidate_id=best.candidate.candidate_id if best else None,
             best_runtime_ms=best.result.runtime_ms if best else None,
             eager_ms=eager, compile_ms=compile_, llm_cost_usd=float(costs.get(task_id, 0.0)),

@@ -181,6 +181,28 @@ def test_a_task_whose_baseline_failed_keeps_its_fastest_correct_kernel(tmp_path)
     assert "# 1\n" in (tmp_path / "best" / "t1.py").read_text()
 
 
+def test_a_kernel_judged_while_the_baselines_failed_is_weighed_against_the_tasks_baselines(tmp_path):
+    """The faster kernel wins even where its verdict carries no speedup (the task's
+    baselines failed when it was judged): its time is set against the baselines another
+    record of the task carried from the same hardware."""
+    import dataclasses
+    from foundry.store.summary import summarize
+    run = RunDir(tmp_path)
+    run.write_meta({"tasks": ["t1"]})
+    log = EvaluationLog(tmp_path, flush_rows=2)
+    c, r = pair(0)
+    log.append(c, dataclasses.replace(r, runtime_ms=3.34, eager_ms=10.0, compile_ms=3.06, speedup_eager=10.0 / 3.34,
+                                      speedup_compile=3.06 / 3.34, hardware="NVIDIA H200"))
+    c, r = pair(1, speed=None)
+    log.append(c, dataclasses.replace(r, runtime_ms=3.04, eager_ms=None, compile_ms=None, hardware="NVIDIA H200"))
+    c, r = pair(2, speed=None)  # faster, but judged on other hardware: no baseline to set it against
+    log.append(c, dataclasses.replace(r, runtime_ms=1.0, eager_ms=None, compile_ms=None, hardware="NVIDIA H100"))
+    log.close()
+    best = summarize(read_evaluations(tmp_path))["t1"]
+    assert best.best_runtime_ms == 3.04
+    assert abs(best.best_speedup_compile - 3.06 / 3.04) < 1e-9 and abs(best.best_speedup_eager - 10.0 / 3.04) < 1e-9
+
+
 def test_report_cli(tmp_path):
     log = EvaluationLog(tmp_path)
     log.append(*pair(0, speed=2.0))
