@@ -5,7 +5,9 @@ length (`reserved`; the wait for other lanes to give theirs back is the phase
 "device_memory_wait"); when it has been judged, the judge's free cached blocks are
 overwritten and given back to the driver (`release`), so neither an old result nor the
 memory is left for the next worker. `judge_out_of_memory` tells the judge's own
-out-of-memory (retried once the reservations held now have ended) from anything else.
+out-of-memory, or a worker's beside other lanes' reservations (`WorkerOutOfMemory`),
+from anything else: the evaluation is tried again once, with the device's memory reserved
+whole.
 """
 
 from __future__ import annotations
@@ -54,9 +56,16 @@ def release(gate: DeviceGate) -> None:
         pass
 
 
+class WorkerOutOfMemory(RuntimeError):
+    """A job's worker ran out of device memory while other lanes held reservations: no
+    verdict on the candidate yet (the evaluation is tried again with the device's memory
+    to itself)."""
+
+
 def judge_out_of_memory(error: BaseException) -> bool:
     """Whether `error`, raised in the judge's own process, is the device running out of
-    memory (torch's OutOfMemoryError, or the CUDA error text)."""
+    memory (torch's OutOfMemoryError, or the CUDA error text), or a WorkerOutOfMemory."""
     import torch
     oom = getattr(torch, "OutOfMemoryError", None)
-    return (oom is not None and isinstance(error, oom)) or "CUDA out of memory" in str(error)
+    return (isinstance(error, WorkerOutOfMemory) or (oom is not None and isinstance(error, oom))
+            or "CUDA out of memory" in str(error))

@@ -34,7 +34,8 @@ from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.correctness import idle_reply, judge_outputs
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
-from foundry.evaluate.device_memory import OOM_RETRY_WAIT_S, judge_out_of_memory, release, reserved
+from foundry.evaluate.device_memory import (OOM_RETRY_WAIT_S, WorkerOutOfMemory, judge_out_of_memory, release,
+                                            reserved)
 from foundry.evaluate.job import Job
 from foundry.evaluate.job_metrics import compile_seconds, job_metrics
 from foundry.evaluate.job_plan import memory_caps
@@ -112,14 +113,15 @@ class Evaluator:
             except Exception as e:  # noqa: BLE001 - only the judge's own out-of-memory is retried
                 if not judge_out_of_memory(e):
                     raise
-                # the judge ran out of device memory beside other lanes' evaluations (the
-                # estimate does not count everything): not the candidate's fault. Once the
-                # reservations held now have ended, judge it again from the start.
+                # the judge, or the worker beside other lanes' evaluations, ran out of device
+                # memory (the estimates do not count everything): not the candidate's fault.
+                # Once the reservations held now have ended, judge it again from the start
+                # with the device's memory reserved whole; running out then is its verdict.
                 with phases.measure("device_memory_wait"):
                     self._release_device_memory()
                     self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
                 retried = f"{type(e).__name__}: {e}"[:300]
-                result = self._evaluate(task, candidate, time.monotonic(), phases)
+                result = self._evaluate(task, candidate, time.monotonic(), phases, whole_device=True)
         except Exception as e:  # noqa: BLE001 - a judge failure still yields a (failed) result
             result = self._result(task, candidate, t0, Stage.RUNTIME, flags=("evaluator_error",),
                                   error=f"evaluator error: {type(e).__name__}: {e}")
@@ -175,7 +177,10 @@ class Evaluator:
         self.close()
 
     # ---------------------------------------------------------------- the evaluation, step by step
-    def _evaluate(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes) -> EvalResult:
+    def _evaluate(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes, *,
+                  whole_device: bool = False) -> EvalResult:
+        """`whole_device`: reserve all the device memory the lanes share (a second try after
+        running out of it)."""
         backend, static, failed = self._admit(task, cand, t0, phases)
         if failed is not None:
             return failed
@@ -187,8 +192,10 @@ class Evaluator:
         except TaskTooLarge as e:
             return self._result(task, cand, t0, Stage.RUNTIME, flags=("task_error", TASK_TOO_LARGE), error=str(e))
         job = self._candidate_job(task, cand, backend, redraw=self._differential_inputs(task, phases))
-        with reserved(self.gate, self._device_bytes(task), phases):
-            judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases)
+        nbytes = self.gate.capacity_bytes if whole_device and self.gate.capacity_bytes else self._device_bytes(task)
+        with reserved(self.gate, nbytes, phases):
+            judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases,
+                                         retry_out_of_memory=not whole_device)
         if isinstance(judged, EvalResult):  # it failed before its outputs could be judged
             return judged
         metrics, runtime, spread = judged.metrics, judged.runtime_ms, judged.spread
@@ -200,15 +207,20 @@ class Evaluator:
         return self._result(task, cand, t0, f.stage, flags=f.flags, error="\n".join(f.errors), **result_kw)
 
     def _run_and_judge(self, task: Task, cand: Candidate, t0: float, job: Job, backend: BackendSpec,
-                       f: Findings, ref_ops: frozenset, phases: PhaseTimes) -> "EvalResult | Judged":
+                       f: Findings, ref_ops: frozenset, phases: PhaseTimes, *,
+                       retry_out_of_memory: bool = False) -> "EvalResult | Judged":
         """The candidate's job, then the judge's look at its outputs: a failed EvalResult,
-        or what scoring needs."""
+        or what scoring needs. `retry_out_of_memory`: a worker that ran out of device
+        memory raises WorkerOutOfMemory (no verdict yet: other lanes' work may have taken it)."""
         out = self._run(job, deadline_s=self.config.timeout_s, stop_early=bool(f.flags),
                         reference_ops=ref_ops, task=task)
         phases.merge(worker_phases(out, ended_at=time.monotonic()))
         # the worker is dead now: only from here on do reference outputs exist
         common = {"compile_s": compile_seconds(out), "metrics": {"worker_wall_s": out.wall_s}}
         failed = triage(out, job, f, memory_mb=self.config.memory_mb)
+        if failed is not None and failed.out_of_memory and retry_out_of_memory:
+            lines = failed.error.splitlines()
+            raise WorkerOutOfMemory(next((line for line in reversed(lines) if "out of memory" in line), "")[:300])
         if failed is not None:
             return self._result(task, cand, t0, failed.stage, flags=failed.flags, error=failed.error, **common)
         with self.gate.shared():  # the judge's device work, never during another lane's timing

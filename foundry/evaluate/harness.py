@@ -233,7 +233,7 @@ class Worker:
             try:
                 out, info = self.run_trial(models[tr["variant"]], tr["inputs"], record=record)
             except BaseException:  # noqa: BLE001
-                self.send({"kind": "error", "stage": "runtime", "trial": i, "error": traceback.format_exc()})
+                self.send(failure("runtime", trial=i))
                 return
             t1 = self.clock()
             tensors: list = []
@@ -250,7 +250,7 @@ class Worker:
         try:  # the same input twice must give the same answer
             out, info = self.run_trial(models[self.trials[0]["variant"]], self.fresh_inputs(0), record=False)
         except BaseException:  # noqa: BLE001
-            self.send({"kind": "error", "stage": "runtime", "trial": 0, "error": traceback.format_exc()})
+            self.send(failure("runtime", trial=0))
             return
         tensors = []
         self.send({"kind": "repeat", "index": 0, "tree": output_tree.encode_tree(out, tensors), "trial_parts": parts},
@@ -362,6 +362,15 @@ class Worker:
 RUNS = {"candidate": Worker.run_candidate, "baseline": Worker.run_baseline, "screen": run_screen}
 
 
+def failure(stage: str, **extra) -> dict:
+    """The error message for the exception being handled: its traceback, and whether the
+    device ran out of memory (the judge then tries the evaluation again once, with the
+    device's memory to itself: another lane's work may have taken it)."""
+    oom = getattr(torch, "OutOfMemoryError", None)
+    return {"kind": "error", "stage": stage, **extra, "error": traceback.format_exc(),
+            "out_of_memory": oom is not None and isinstance(sys.exc_info()[1], oom)}
+
+
 def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:
     """Entry point in a forked worker; never returns."""
     code = 0
@@ -374,7 +383,7 @@ def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:
         try:
             worker.build_inputs()
         except BaseException:  # noqa: BLE001 - the task itself failed: the judge says so
-            worker.send({"kind": "error", "stage": "task", "error": traceback.format_exc()})
+            worker.send(failure("task"))
             raise SystemExit(0)
         # measured before any candidate code runs: the judge may trust these two
         worker.send({"kind": "ready", "device_setup_s": (t1 - t0) / 1e9, "inputs_s": (worker.clock() - t1) / 1e9})
@@ -388,7 +397,7 @@ def main(job_fd: int, result_fd: int, shm_fd: int = -1) -> None:
     except BaseException:  # noqa: BLE001
         code = 3
         try:
-            protocol.send(result_fd, {"kind": "error", "stage": "runtime", "error": traceback.format_exc()})
+            protocol.send(result_fd, failure("runtime"))
         except OSError:
             pass
     finally:

@@ -27,6 +27,7 @@ class JobFailure:
     stage: Stage
     flags: tuple
     error: str
+    out_of_memory: bool = False  # the worker's device ran out of memory (its error says so)
 
 
 def triage(out: JobOutcome, job: Job, f: Findings, *, memory_mb: float) -> JobFailure | None:
@@ -36,9 +37,11 @@ def triage(out: JobOutcome, job: Job, f: Findings, *, memory_mb: float) -> JobFa
     for m in errors:  # the worker's compile guard caught a compile at run time (compile_guard)
         if m.header.get("flag") == "runtime_compile":
             f.flag("runtime_compile", str(m.header.get("error", ""))[:500])
+    out_of_memory = any(m.header.get("out_of_memory") is True for m in errors)
     if errors and errors[0].header.get("stage") == "task":
         return JobFailure(Stage.RUNTIME, ("task_error",),
-                          "the task failed in the worker:\n" + str(errors[0].header.get("error")))
+                          "the task failed in the worker:\n" + str(errors[0].header.get("error")),
+                          out_of_memory=out_of_memory)
     compiled = out.of_kind("compiled")
     trials = {m.header.get("index") for m in out.of_kind("trial")}
     if compiled and len(trials) >= len(job.trials):
@@ -57,4 +60,4 @@ def triage(out: JobOutcome, job: Job, f: Findings, *, memory_mb: float) -> JobFa
     if log:
         text += "\n--- worker output (tail) ---\n" + log[-2000:]
     f.errors.insert(0, text)
-    return JobFailure(stage, tuple(f.flags), "\n".join(f.errors))
+    return JobFailure(stage, tuple(f.flags), "\n".join(f.errors), out_of_memory=out_of_memory)

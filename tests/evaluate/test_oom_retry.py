@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from foundry.evaluate import EvalConfig, Evaluator
-from foundry.evaluate.device_memory import judge_out_of_memory
+from foundry.evaluate.device_memory import WorkerOutOfMemory, judge_out_of_memory
 from foundry.tasks.loader import load_task
 from foundry.types import Candidate, EvalResult, Stage
 
@@ -23,8 +23,8 @@ def _judge(monkeypatch, errors):
     ev = Evaluator(config=EvalConfig.from_config({"device": "cpu"}))
     calls = []
 
-    def fake_evaluate(task, cand, t0, phases):
-        calls.append(cand.candidate_id)
+    def fake_evaluate(task, cand, t0, phases, whole_device=False):
+        calls.append((cand.candidate_id, whole_device))
         if errors:
             raise errors.pop(0)
         return EvalResult(candidate_id=cand.candidate_id, task_id=task.task_id, stage=int(Stage.CORRECT),
@@ -40,7 +40,7 @@ def test_the_judges_out_of_memory_is_judged_again_once(monkeypatch, relu_task):
         result = ev.evaluate(task=relu_task, candidate=cand)
     finally:
         ev.close()
-    assert result.correct and len(calls) == 2
+    assert result.correct and [whole for _, whole in calls] == [False, True]  # the second try: memory reserved whole
     assert "CUDA out of memory" in result.metrics["judge_out_of_memory_retried"]
     assert "device_memory_wait" in result.metrics["phases"]
 
@@ -62,6 +62,7 @@ def test_a_second_out_of_memory_or_another_error_fails_as_before(monkeypatch, re
 
 def test_what_counts_as_the_judge_running_out_of_device_memory():
     assert judge_out_of_memory(torch.OutOfMemoryError("x"))
+    assert judge_out_of_memory(WorkerOutOfMemory("the worker's"))
     assert judge_out_of_memory(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB"))
     assert not judge_out_of_memory(MemoryError("host"))
     assert not judge_out_of_memory(ValueError("CUDA error: an illegal memory access"))
@@ -107,3 +108,26 @@ def test_a_screen_is_retried_after_the_judges_out_of_memory_and_fails_its_points
     assert all(p.ok for p in retried), retried
     assert [p.ok for p in failed] == [False, False]
     assert all("the screen failed in the judge: ValueError: a bug in the judge" in p.error for p in failed)
+
+
+OUT_OF_MEMORY = '''
+import torch
+import torch.nn as nn
+from foundry.kernels import c
+lib = c.build("void noop(void) {}")
+class ModelNew(nn.Module):
+    def forward(self, x):
+        lib.noop()
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 6.00 GiB")
+'''
+
+
+def test_a_worker_that_runs_out_of_device_memory_is_tried_again_once_and_then_judged(relu_task):
+    """Another lane's work may have taken the memory: the first out-of-memory in the worker
+    gives no verdict, the second try (the device's memory reserved whole) does."""
+    cand = Candidate.make(task_id=relu_task.task_id, source=OUT_OF_MEMORY, backend="c")
+    with Evaluator(config=EvalConfig.from_config({"device": "cpu"})) as ev:
+        result = ev.evaluate(task=relu_task, candidate=cand)
+    assert not result.correct and "evaluator_error" not in result.flags
+    assert result.stage == int(Stage.RUNTIME) and "CUDA out of memory" in result.error
+    assert "CUDA out of memory" in result.metrics["judge_out_of_memory_retried"]
