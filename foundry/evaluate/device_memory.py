@@ -5,9 +5,8 @@ length (`reserved`; the wait for other lanes to give theirs back is the phase
 "device_memory_wait"); when it has been judged, the judge's free cached blocks are
 overwritten and given back to the driver (`release`), so neither an old result nor the
 memory is left for the next worker. `judge_out_of_memory` tells the judge's own
-out-of-memory, or a worker's beside other lanes' reservations (`WorkerOutOfMemory`),
-from anything else: the evaluation is tried again once, with the device's memory reserved
-whole.
+out-of-memory, or a worker's (`WorkerOutOfMemory`), from anything else: the evaluation is
+tried again once, with the lanes' device memory reserved whole.
 """
 
 from __future__ import annotations
@@ -57,9 +56,9 @@ def release(gate: DeviceGate) -> None:
 
 
 class WorkerOutOfMemory(RuntimeError):
-    """A job's worker ran out of device memory while other lanes held reservations: no
-    verdict on the candidate yet (the evaluation is tried again with the device's memory
-    to itself)."""
+    """A job's worker ran out of device memory: no verdict on the candidate yet (other
+    lanes' work may have taken the memory); the evaluation is tried again with the lanes'
+    device memory reserved whole."""
 
 
 def judge_out_of_memory(error: BaseException) -> bool:

@@ -110,7 +110,7 @@ class Evaluator:
         try:
             try:
                 result = self._evaluate(task, candidate, t0, phases)
-            except Exception as e:  # noqa: BLE001 - only the judge's own out-of-memory is retried
+            except Exception as e:  # noqa: BLE001 - only running out of device memory is retried
                 if not judge_out_of_memory(e):
                     raise
                 # the judge, or the worker beside other lanes' evaluations, ran out of device
