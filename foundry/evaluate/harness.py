@@ -365,7 +365,7 @@ RUNS = {"candidate": Worker.run_candidate, "baseline": Worker.run_baseline, "scr
 def failure(stage: str, **extra) -> dict:
     """The error message for the exception being handled: its traceback, and whether the
     device ran out of memory (the judge then tries the evaluation again once, with the
-    device's memory to itself: another lane's work may have taken it)."""
+    lanes' device memory reserved for it whole: another lane's work may have taken it)."""
     oom = getattr(torch, "OutOfMemoryError", None)
     return {"kind": "error", "stage": stage, **extra, "error": traceback.format_exc(),
             "out_of_memory": oom is not None and isinstance(sys.exc_info()[1], oom)}

@@ -62,11 +62,6 @@ def library_work(task: Task) -> frozenset:
     return ops if library_work_only(set(ops)) else frozenset()
 
 
-def library_only(task: Task) -> bool:
-    """Whether the task's reference computes nothing but library GEMMs/convolutions."""
-    return bool(library_work(task))
-
-
 def _calls_library(codes: list[OutputCode]) -> bool:
     """Whether Inductor's wrappers call a library kernel (`extern_kernels.mm(...)`)."""
     return any("extern_kernels." in statement for code in codes for statement in code.body)
