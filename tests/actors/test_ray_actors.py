@@ -225,7 +225,7 @@ def test_candidates_are_judged_untuned_until_every_task_of_the_run_has_a_verdict
     other = dataclasses.replace(relu_task, task_id="level1/2_Other")
     opts = evaluator_options(gpu=False, cpus=0, max_restarts=0, slots=1)
     ev = EvaluatorActor.options(**opts).remote(
-        name="ev-0", eval_config={"cost_s": 0.3}, impl="actors.standins:fixed_cost_evaluator", covered=(relu_task.task_id,),
+        name="ev-0", eval_config={"cost_s": 1.0}, impl="actors.standins:fixed_cost_evaluator", covered=(relu_task.task_id,),
         tuning=tuner_config({"tune_budget": 8, "tune_exhaustive_max": 8, "tune_uncovered": True}))
     disp = DispatcherActor.remote(budget=None, budget_per_key=None, tasks=[relu_task.task_id, other.task_id])
     ray.get(disp.add_evaluators.remote({"ev-0": ev}, 1))
@@ -233,10 +233,10 @@ def test_candidates_are_judged_untuned_until_every_task_of_the_run_has_a_verdict
     tunable = Candidate.make(task_id=relu_task.task_id, source=copy_candidate_source(relu_task, 7), backend="c",
                              island_id=0)
     waiting = Candidate.make(task_id=other.task_id, source="# the other task's first", backend="c", island_id=1)
-    refs = [disp.submit.remote(relu_task, busy)]
-    time.sleep(0.1)
+    refs = [disp.submit.remote(relu_task, busy)]  # holds the one lane for 1 s while the other two queue
+    time.sleep(0.2)
     refs.append(disp.submit.remote(relu_task, tunable))
-    time.sleep(0.1)
+    time.sleep(0.2)
     refs.append(disp.submit.remote(other, waiting))
     first = ray.get(refs)[1][1]
     assert first.metrics[TUNING_DEFERRED] == BREADTH and "tuning" not in first.metrics
