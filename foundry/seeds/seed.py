@@ -150,9 +150,8 @@ def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
             library = library_work(task)
         if library & CONVOLUTION_OPS:
             # Inductor's Triton convolution templates (max-autotune) ran at 0.03-0.56x of
-            # cuDNN on KernelBench's convolutions at their published sizes on an H200, and
-            # autotuning them held a seed process for minutes: the project's conv templates
-            # are such a task's first kernel instead
+            # cuDNN on KernelBench's convolutions at their published sizes on an H200: the
+            # project's conv templates are such a task's first kernel instead
             return no_seed(task.task_id, device, f"{default_mode}; a convolution gets no max-autotune seed "
                                                  "(Inductor's Triton convolution templates are far slower than "
                                                  "cuDNN); the convolution templates cover it")
