@@ -1,0 +1,46 @@
+"""benchmarks/kernelbench_models.py without a search: a model whose step fails is reported
+and the next goes on; the per-model summary line from a deploy record and a run."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "benchmarks" / "kernelbench_models.py"
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("kernelbench_models", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_model_that_fails_to_extract_is_reported_and_the_next_one_goes_on(tmp_path):
+    bad = tmp_path / "1_Broken.py"
+    bad.write_text("raise RuntimeError('not a model')\n")
+    also_bad = tmp_path / "2_NoModel.py"
+    also_bad.write_text("x = 1\n")
+    p = subprocess.run([sys.executable, str(SCRIPT), str(bad), str(also_bad), "--out", str(tmp_path / "out")],
+                       cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "1_Broken:" in p.stdout and "2_NoModel:" in p.stdout  # the second was tried after the first failed
+    assert "2 of 2 model(s) failed: 1_Broken, 2_NoModel" in p.stdout
+    assert (tmp_path / "out" / "1_Broken" / "extract.log").is_file()
+    assert not (tmp_path / "out" / "1_Broken" / "steps.json").exists()  # no step finished
+
+
+def test_the_summary_names_the_regions_the_kernels_and_max_autotune(tmp_path):
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"regions": [{"label": "conv2d_relu", "count": 2, "share": 0.8},
+                                                {"label": "linear", "count": 1, "share": 0.1}]}))
+    record = {"returned": "deployed (graph)", "swapped": [["01_conv2d_relu", ["conv1"]]], "eager_ms": 3.0,
+              "compile_ms": 2.0, "max_autotune_ms": 1.9, "returned_ms": 1.6, "max_abs_err": 1e-7, "threads": 2}
+    line = _script().summary("4_LeNet5", record, manifest, covered=1)
+    assert "conv2d_relu x2 (80%)" in line and "1 of 2 region(s) with a correct kernel" in line
+    assert "max-autotune 1.9 ms" in line and "(1.250x the faster of eager and torch.compile)" in line
+    assert "max-autotune" not in _script().summary("m", {**record, "max_autotune_ms": None}, manifest)
