@@ -82,6 +82,16 @@ def test_a_task_without_a_kernel_counts_at_eagers_time(bench):
     assert f["memory_bound_floor_fraction_geomean"] == pytest.approx(math.sqrt(0.36))
 
 
+def test_the_figures_by_level_and_with_each_task_at_the_faster_of_its_kernel_and_eager(bench):
+    rows = {"level1/1_A": {"correct": 1, "best_ms": 4.0, "eager_ms": 2.0, "compile_ms": 2.0},  # kernel slower
+            "level1/2_B": {"correct": 1, "best_ms": 1.0, "eager_ms": 3.0, "compile_ms": 2.0},
+            "level2/1_C": {"correct": 0, "best_ms": None, "eager_ms": 4.0, "compile_ms": 2.0}}
+    f = bench.figures(rows)
+    assert f["vs_compile_by_level"]["level1"] == pytest.approx((0.5 * 2.0) ** 0.5)
+    assert f["vs_compile_by_level"]["level2"] == pytest.approx(0.5)
+    assert f["kernel_or_eager_vs_compile"] == pytest.approx((1.0 * 2.0 * 0.5) ** (1 / 3))
+
+
 @pytest.mark.parametrize("flags,message", [(["--report-only"], "--report-only: no run in"),
                                            (["--resume"], "--resume: no run in"),
                                            (["--resume", "--report-only"], "choose one")])
