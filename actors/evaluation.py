@@ -107,8 +107,11 @@ class EvaluationService:
         # coverage first: tuning waits for every task's first verdict (`tune` False) and for
         # a correct kernel of this task, and the verdict says so (so that the same code
         # proposed later, with the task covered, is tuned: actors.twins)
-        deferred = BREADTH if not tune else (
-            True if not self.tuner.config.tune_uncovered and task.task_id not in self.covered else None)
+        deferred = None
+        if not tune:
+            deferred = BREADTH
+        elif not self.tuner.config.tune_uncovered and task.task_id not in self.covered:
+            deferred = True
         if deferred is not None:
             result = self._measure(task)(candidate)
             return candidate, dataclasses.replace(result, metrics={**(result.metrics or {}), TUNING_DEFERRED: deferred})

@@ -61,7 +61,10 @@ def best_record(records: Iterable[EvaluationRecord]) -> EvaluationRecord | None:
     `speedups` for a record judged while the task's baselines failed); where no correct
     record has one, the fastest correct record."""
     records = list(records)
-    baselines = task_baselines(records)
+    return _best(records, task_baselines(records))
+
+
+def _best(records: list[EvaluationRecord], baselines: Mapping[str, tuple]) -> EvaluationRecord | None:
     best = fastest = None
     best_speedup = None
     for r in records:
@@ -101,8 +104,9 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
     costs = dict(llm_cost_by_task or {})
     out = {}
     for task_id, recs in by_task.items():
-        best = best_record(recs)
-        best_eager, best_compile = speedups(best, task_baselines(recs)) if best else (None, None)
+        baselines = task_baselines(recs)
+        best = _best(recs, baselines)
+        best_eager, best_compile = speedups(best, baselines) if best else (None, None)
         curve, running = [], None
         cells: dict[tuple, float] = {}
         stages: dict[int, int] = {}
