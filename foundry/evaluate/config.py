@@ -57,6 +57,9 @@ class EvalConfig:
     screen_prebuild_workers: on a GPU, a screen of a Triton candidate first builds its
         settings' kernels this many at once, each in a child process, into Triton's disk
         cache (the screen's loop then finds them built); 0 builds each in the loop.
+    screen_build_s: on a GPU, a screen's setting whose kernels are not built within this
+        many seconds (by its prebuild child) is dropped from the screen: neither built in
+        the loop nor timed (a convolution template's largest tiles took up to 185 s).
     """
 
     device: str = "cpu"
@@ -86,6 +89,7 @@ class EvalConfig:
     isolation: str = "auto"  # auto | none | required: read-only filesystem, no network, no capabilities
     standby: bool = False  # cuda: each job in a child forked ahead (CUDA context ready)
     screen_prebuild_workers: int = 8  # cuda, Triton: a screen's settings built at once (0: in its loop)
+    screen_build_s: float = 60.0  # cuda, Triton: a setting not built within this is dropped from the screen
     tf32: str = "off"  # cuda: TF32 for matmul and cuDNN: "off" | "on" | "torch-default"
     atol: float | None = None  # None: the task's TOLERANCES, else per-dtype defaults
     rtol: float | None = None
@@ -104,7 +108,7 @@ class EvalConfig:
                 raise ValueError(f"EvalConfig.{name} must be >= 1, got {getattr(self, name)!r}")
         if int(self.screen_prebuild_workers) < 0:
             raise ValueError(f"EvalConfig.screen_prebuild_workers must be >= 0, got {self.screen_prebuild_workers!r}")
-        for name in ("timeout_s", "baseline_timeout_s", "timing_block_ms"):
+        for name in ("timeout_s", "baseline_timeout_s", "timing_block_ms", "screen_build_s"):
             if float(getattr(self, name)) <= 0:
                 raise ValueError(f"EvalConfig.{name} must be > 0, got {getattr(self, name)!r}")
         if int(self.full_size_trials) < 2:

@@ -331,8 +331,7 @@ class Evaluator:
         its degeneracy verdict (computed now the first time, before any job is planned)
         names, none for a degenerate task or where the check could not run."""
         atol, rtol = self._tolerance(task)
-        verdict = self._setup.degeneracy_before(task, atol=atol, rtol=rtol, memory_bytes=self._device_bytes(task),
-                                                phases=phases)
+        verdict = self._setup.degeneracy_before(task, atol=atol, rtol=rtol, phases=phases)
         return verdict.differential_inputs if verdict is not None and not verdict.degenerate else ()
 
     def _run(self, job: Job, *, deadline_s: float, task: Task, stop_early: bool = False,

@@ -87,6 +87,7 @@ class Job:
     compile_mode: str = "default"  # torch.compile's mode for that baseline
     points: tuple = ()  # screen jobs: the TUNABLE settings, in order
     prebuild_workers: int = 0  # screen jobs: settings whose kernels are built at once before the loop
+    prebuild_timeout_s: float = 60.0  # screen jobs: a setting not built within this is dropped
     cuda_ipc: bool = False  # set by the sandbox when the judge imports CUDA outputs
 
     def __post_init__(self) -> None:
@@ -142,6 +143,7 @@ class Job:
                        compile_mode=str(raw.get("compile_mode", "default")),
                        points=tuple(dict(p) for p in raw.get("points") or ()),
                        prebuild_workers=int(raw.get("prebuild_workers", 0)),
+                       prebuild_timeout_s=float(raw.get("prebuild_timeout_s", 60.0)),
                        cuda_ipc=bool(raw.get("cuda_ipc", False)))
         except JobError:
             raise

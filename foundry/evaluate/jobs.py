@@ -61,7 +61,8 @@ def screen_job(task: Task, cand: Candidate, backend: BackendSpec, config: EvalCo
                variants=({},), init_seed=init_seed_for(base), trials=trials,
                timing=screen_timing(backend_timing(config, trials, backend)),
                candidate=candidate_spec(cand, backend, config), points=points,
-               prebuild_workers=int(config.screen_prebuild_workers))
+               prebuild_workers=int(config.screen_prebuild_workers),
+               prebuild_timeout_s=float(config.screen_build_s))
 
 
 def baseline_job(task: Task, config: EvalConfig) -> Job:

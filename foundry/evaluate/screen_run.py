@@ -12,7 +12,11 @@ import torch
 
 from foundry.evaluate import output_tree, triton_prebuild
 
-PREBUILD_TIMEOUT_S = 240.0  # a child still building after this long is killed (the loop builds it)
+# a setting whose one trial ran this many times longer than the fastest prebuilt setting's
+# (and longer than SLOW_FLOOR_S) is not timed: its runs would take the device for seconds
+# to confirm what the trial showed (a convolution screen timed 1.3 s and 3.4 s settings
+# for 65 s beside a 60 ms one)
+SLOW_FACTOR, SLOW_FLOOR_S = 3.0, 0.25
 
 
 @contextmanager
@@ -27,14 +31,25 @@ def _part(worker, parts: dict, name: str):
 def run_screen(worker) -> None:
     """`worker`: the job's harness.Worker. Every point first: load the candidate with its
     params, run trial 0's inputs once and send the output (the judge compares it); a
-    point that fails is reported and the next one runs. Then, with the device to itself
+    point that fails is reported and the next one runs, and a point whose prebuild ran
+    past the job's build budget is reported and skipped. Then, with the device to itself
     once, time each point that ran on the first timing set, one after another, the
-    points sharing one set and one count of its changes. One process builds them all."""
+    points sharing one set and one count of its changes, except a prebuilt point whose
+    trial was far slower than the fastest prebuilt point's (`too_slow`). One process
+    builds them all."""
     job = worker.job
     worker.trials[0]["inputs"] = None  # each point gets inputs regenerated from the seed
-    prebuilt = prebuild_points(worker)
+    report = prebuild_points(worker)
+    prebuilt = {} if report is None else {"prebuild_s": round(report.wall_s, 4),
+                                          "prebuilt_points": sum(report.built)}
     built: list = []  # (point index, model) of the points that ran
+    trial_s: dict[int, float] = {}  # prebuilt points: their trial's seconds (no compile in it)
     for k, point in enumerate(job.points):
+        if report is not None and report.timed_out[k]:
+            worker.send({"kind": "screen_error", "point": k,
+                         "error": f"its kernels were not built within the screen's build budget of "
+                                  f"{job.prebuild_timeout_s:g} s (evaluator.screen_build_s): not screened"})
+            continue
         parts: dict = {}  # where the point's build and trial went, on the worker's clock (advisory)
         inputs = None
         try:
@@ -58,6 +73,12 @@ def run_screen(worker) -> None:
                      "parts": parts, **info}, tensors)
         del out, tensors
         built.append((k, model))
+        if report is not None and report.built[k]:
+            trial_s[k] = parts["run_s"]
+    slow = too_slow(trial_s)
+    for k in sorted(slow):
+        worker.send({"kind": "screen_error", "point": k, "error": slow[k]})
+    built = [(k, model) for k, model in built if k not in slow]
     if not built:
         return
     sets = [worker.fresh_inputs(i) for i in job.timing.sets]  # one timing set for every point
@@ -70,20 +91,32 @@ def run_screen(worker) -> None:
     worker.wait_go()  # timed: the device is let go
 
 
-def prebuild_points(worker) -> dict:
+def too_slow(trial_s: dict[int, float]) -> dict[int, str]:
+    """Of the points whose one trial took `trial_s[k]` seconds (their kernels built before,
+    so no compile in it), those not worth timing, each with why: slower than SLOW_FACTOR
+    times the fastest and than SLOW_FLOOR_S."""
+    if not trial_s:
+        return {}
+    fastest = min(trial_s.values())
+    return {k: f"its trial took {s:.3g} s, {s / max(fastest, 1e-9):.1f}x the fastest setting's ({fastest:.3g} s): "
+               f"not timed" for k, s in trial_s.items() if s > max(SLOW_FACTOR * fastest, SLOW_FLOOR_S)}
+
+
+def prebuild_points(worker) -> "triton_prebuild.PrebuildReport | None":
     """Every point's Triton kernels built into Triton's disk cache at once, before the
-    loop (triton_prebuild), where the job is a Triton candidate on a CUDA device with more
-    than one point and `job.prebuild_workers` children may build at once; {} elsewhere,
-    else the prebuild's seconds and how many points built."""
+    loop (triton_prebuild; a child is killed after `job.prebuild_timeout_s`), where the job
+    is a Triton candidate on a CUDA device with more than one point and
+    `job.prebuild_workers` children may build at once: the prebuild's report; None
+    elsewhere."""
     job = worker.job
     if (job.device != "cuda" or job.candidate.backend != "triton" or len(job.points) < 2
             or job.prebuild_workers < 1):
-        return {}
+        return None
     if triton_prebuild.unsupported() is not None:
-        return {}
+        return None
     target = triton_prebuild.device_target()
     if target is None:
-        return {}
+        return None
     worker.ensure_worker_setup()
     worker.write_candidate_file()  # before the fork: the children read it, none writes it
     variant = worker.variants[worker.trials[0]["variant"]]
@@ -91,7 +124,7 @@ def prebuild_points(worker) -> dict:
         with torch.device("meta"):
             inputs = list(variant["module"].get_inputs())
     except Exception:  # noqa: BLE001 - inputs that need real values: the loop builds every point
-        return {}
+        return None
 
     def build(point: dict) -> None:
         module = worker.load_candidate(params=point)
@@ -104,6 +137,5 @@ def prebuild_points(worker) -> dict:
         worker.send = lambda *args, **kwargs: None
 
     workers = min(job.prebuild_workers, len(job.points), os.cpu_count() or 1)
-    report = triton_prebuild.prebuild(job.points, build, target=target, workers=workers,
-                                      timeout_s=PREBUILD_TIMEOUT_S, in_child=in_child)
-    return {"prebuild_s": round(report.wall_s, 4), "prebuilt_points": sum(report.built)}
+    return triton_prebuild.prebuild(job.points, build, target=target, workers=workers,
+                                    timeout_s=job.prebuild_timeout_s, in_child=in_child)

@@ -13,11 +13,13 @@ from typing import Any
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, known_degeneracy, minimal_check
+from foundry.evaluate.device_memory import release
 from foundry.evaluate.job_plan import TIMING_SETS, is_large
 from foundry.evaluate.phases import PhaseTimes
 from foundry.evaluate.reference import ReferenceRunner
 from foundry.evaluate.task_size import TaskSize, TaskTooLarge, available_bytes, check_fits, meta_size, model_bytes
 from foundry.evaluate.trial_inputs import tensor_bytes
+from foundry.tasks.degeneracy import MIN_TRIALS
 from foundry.tasks.inputs import InputSpec
 from foundry.types import Task
 
@@ -54,7 +56,10 @@ class TaskSetup:
         if key not in self._ops:
             with (phases or PhaseTimes()).measure("task_setup"), self.gate.shared():
                 if self.config.device == "cuda":
-                    self._ops[key] = self._setup_on_device(task)
+                    try:
+                        self._ops[key] = self._setup_on_device(task)
+                    finally:  # its full-size forward's blocks: not left cached here
+                        self._release()
                 else:
                     self._ops[key] = self._setup_sized_first(task)
         return self._ops[key]
@@ -122,6 +127,21 @@ class TaskSetup:
         return size.evaluation_bytes(full_trials=full + self._paired.get(key, 0),
                                      timing_sets=min(TIMING_SETS, full))
 
+    def degeneracy_bytes(self, task: Task) -> int:
+        """Estimated peak device bytes of `task`'s degeneracy check (0 when unknown or on
+        the CPU)."""
+        key = task.source_hash
+        if self.config.device != "cuda" or key not in self._size:
+            return 0
+        return self._size[key][0].degeneracy_bytes(trials=MIN_TRIALS)
+
+    def _release(self) -> None:
+        """cuda: the judge's free cached blocks overwritten and given back to the driver
+        (the caller holds the gate's shared section, so it runs now): memory the gate no
+        longer counts must not stay in this process, out of the workers' reach."""
+        if self.config.device == "cuda":
+            release(self.gate)
+
     def screen_bytes(self, task: Task, *, points: int = 1) -> int:
         """Estimated peak bytes of one screen of `points` of `task`'s TUNABLE settings (0
         when unknown)."""
@@ -145,24 +165,26 @@ class TaskSetup:
             self._too_large[task.source_hash] = str(e)
             raise
 
-    def degeneracy_before(self, task: Task, *, atol: float, rtol: float, memory_bytes: int = 0,
+    def degeneracy_before(self, task: Task, *, atol: float, rtol: float,
                           phases: PhaseTimes | None = None) -> Degeneracy | None:
         """The task's degeneracy verdict before its first job is planned (the job's paired
         trials follow its differential inputs): at the task's own sizes, with the judge's
         comparison and tolerance, cached on disk per task source, sizes, device, tolerance
         and torch version, and here per task; timed as phase "degeneracy" the first time.
-        Where it is not on disk, the check runs in a shared section of the gate with
-        `memory_bytes` reserved first (this evaluation's estimate: the check needs less
-        than a job). None when the check could not run (e.g. out of memory): `degeneracy`
-        then judges the first evaluation's reference outputs."""
+        Where it is not on disk, the check runs in a shared section of the gate with its
+        own estimate reserved first (`degeneracy_bytes`), and the judge's cached blocks
+        are given back before that reservation ends. None when the check could not run
+        (e.g. out of memory): `degeneracy` then judges the first evaluation's reference
+        outputs."""
         key = (task.source_hash, repr(atol), repr(rtol))
         if key not in self._degeneracy:
             # one lane at a time per task: the others then read its verdict from the disk cache
             with (phases or PhaseTimes()).measure("degeneracy"), _DEGENERACY_LOCKS.setdefault(key, threading.Lock()):
                 verdict = self._known_degeneracy(task, atol=atol, rtol=rtol)
                 if verdict is None:
-                    with self.gate.memory(memory_bytes), self.gate.shared():
+                    with self.gate.memory(self.degeneracy_bytes(task)), self.gate.shared():
                         verdict = self._judge_degeneracy(task, atol=atol, rtol=rtol)
+                        self._release()
                 self._degeneracy[key] = verdict
         verdict = self._degeneracy[key]
         if verdict is not None and not verdict.degenerate:

@@ -47,6 +47,15 @@ class TaskSize:
         they are timed)."""
         return self.input_bytes + 3 * self.output_bytes + (1 + max(1, int(points))) * self.param_bytes
 
+    def degeneracy_bytes(self, *, trials: int = 3) -> int:
+        """Peak bytes of the task's degeneracy check in the judge: the reference's model
+        and, at first, one input set, every set's output and one input-independent answer;
+        later (the input swaps), the first set's output, two input sets and a swapped
+        output; plus one output more for the forward's own intermediates."""
+        first = self.input_bytes + (int(trials) + 1) * self.output_bytes
+        swaps = 2 * self.input_bytes + 2 * self.output_bytes
+        return self.param_bytes + max(first, swaps) + self.output_bytes
+
 
 def model_bytes(model) -> int:
     """Bytes of a model's parameters and buffers."""

@@ -138,11 +138,12 @@ def device_target() -> BuildTarget | None:
 
 @dataclass(frozen=True)
 class PrebuildReport:
-    """Per setting, in order: True where its child built and exited cleanly; the wall
-    seconds of the whole prebuild."""
+    """Per setting, in order: True where its child built and exited cleanly, and True
+    where its child was killed at the timeout; the wall seconds of the whole prebuild."""
 
     built: tuple
     wall_s: float
+    timed_out: tuple = ()
 
 
 def prebuild(points: Sequence[dict], build: Callable[[dict], None], *, target: BuildTarget, workers: int,
@@ -150,10 +151,11 @@ def prebuild(points: Sequence[dict], build: Callable[[dict], None], *, target: B
     """Fork a child per point (at most `workers` alive at once); each runs `in_child()`
     (e.g. to cut it off from the parent's channels), then `build(point)` inside
     `builds_only(target)`, and exits: 0 when it returned, 1 when it raised. A child still
-    running `timeout_s` after its start is killed; where no child can be forked, the points
-    not started are left unbuilt. The parent never runs `build`."""
+    running `timeout_s` after its start is killed (its point is `timed_out`); where no child
+    can be forked, the points not started are left unbuilt. The parent never runs `build`."""
     start = time.monotonic()
     built = [False] * len(points)
+    timed_out = [False] * len(points)
     pending = list(enumerate(points))
     alive: dict[int, tuple[int, float]] = {}  # pid -> (point index, started)
     while pending or alive:
@@ -180,8 +182,9 @@ def prebuild(points: Sequence[dict], build: Callable[[dict], None], *, target: B
                 del alive[pid]
                 built[index] = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
             elif time.monotonic() - started > timeout_s:
+                timed_out[index] = True
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
         if alive:
             select.select([], [], [], 0.05)
-    return PrebuildReport(built=tuple(built), wall_s=time.monotonic() - start)
+    return PrebuildReport(built=tuple(built), wall_s=time.monotonic() - start, timed_out=tuple(timed_out))

@@ -56,3 +56,28 @@ def test_where_the_check_cannot_run_the_reference_outputs_decide(tmp_path, monke
     verdict = setup.degeneracy(task, same, atol=task.atol, rtol=task.rtol)
     assert verdict.degenerate and "does not depend on the inputs" in verdict.reason
     assert setup.degeneracy(task, [torch.ones(3), torch.zeros(3)], atol=task.atol, rtol=task.rtol) is verdict
+
+
+def test_on_a_gpu_judge_the_check_reserves_its_own_estimate_and_gives_its_blocks_back(tmp_path, monkeypatch):
+    import foundry.evaluate.task_setup as module
+    from foundry.evaluate.degeneracy import Degeneracy
+    from foundry.evaluate.task_size import TaskSize
+
+    task = load_task(CROSS_ENTROPY)
+    setup = TaskSetup(config=EvalConfig(device="cuda", baseline_cache_dir=str(tmp_path)), reference=None)
+    setup._check_fits = lambda task, size: None  # noqa: E731 - no GPU here to size against
+    size = TaskSize(input_bytes=6 << 30, output_bytes=1 << 30)
+    setup._size[task.source_hash] = (size, 2)
+    held: list = []
+    released: list = []
+
+    class Gate(type(setup.gate)):
+        def memory(self, nbytes):
+            held.append(nbytes)
+            return super().memory(nbytes)
+    setup.gate = Gate()
+    monkeypatch.setattr(module, "judge_degeneracy", lambda *a, **k: Degeneracy(False))
+    monkeypatch.setattr(module, "release", lambda gate: released.append(gate._reserved))
+    assert setup.degeneracy_before(task, atol=task.atol, rtol=task.rtol) is not None
+    assert held == [size.degeneracy_bytes(trials=3)] and held[0] < setup.evaluation_bytes(task)
+    assert released == [held[0]]  # given back while the reservation still counted it

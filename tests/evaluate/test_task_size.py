@@ -45,3 +45,13 @@ def test_the_meta_device_sizes_a_tasks_parameters(tmp_path):
                     "def get_init_inputs():\n    return []\n")
     size = meta_size(load_task(str(path), profile="small"))
     assert size == TaskSize(input_bytes=64 * 1000 * 4, output_bytes=64 * 500 * 4, param_bytes=(1000 * 500 + 500) * 4)
+
+
+def test_the_degeneracy_check_reserves_what_it_holds_not_a_whole_evaluation():
+    size = TaskSize(input_bytes=6 * GB, output_bytes=6 * GB, param_bytes=1 * GB)
+    # the model, one input set, three sets' outputs and one answer; one output for the forward
+    assert size.degeneracy_bytes(trials=3) == (1 + 6 + 4 * 6 + 6) * GB
+    assert size.degeneracy_bytes(trials=3) < size.evaluation_bytes(full_trials=2, timing_sets=2)
+    wide = TaskSize(input_bytes=20 * GB, output_bytes=1 * GB)
+    # inputs dominate: the swaps hold two input sets, the first output and a swapped one
+    assert wide.degeneracy_bytes(trials=3) == (2 * 20 + 2 * 1 + 1) * GB

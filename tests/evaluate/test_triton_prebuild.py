@@ -63,7 +63,7 @@ report = tp.prebuild(points, build, target=tp.H200, workers=3, timeout_s=20.0)  
 entries = sorted(os.listdir(cache))
 with tp.builds_only(tp.H200) as built:  # the same setting again, in this process
     build({"BLOCK": 512})
-print(json.dumps({"built": report.built, "wall_s": report.wall_s, "entries": len(entries),
+print(json.dumps({"built": report.built, "timed_out": report.timed_out, "wall_s": report.wall_s, "entries": len(entries),
                   "entries_after": len(os.listdir(cache)), "kernels": built.kernels}))
 '''
 
@@ -79,6 +79,7 @@ def test_children_build_each_setting_into_the_cache_and_failures_stay_theirs(tmp
     if "unsupported" in row:
         pytest.skip(row["unsupported"])
     assert row["built"] == [True, True, False, False, True]  # the raising and the hanging setting lost alone
+    assert row["timed_out"] == [False, False, False, True, False]  # failing fast is not timing out
     assert row["wall_s"] < 60  # the hanging child was killed at its timeout
     assert row["entries"] == 3  # one kernel per setting that built, in Triton's disk cache
     assert row["entries_after"] == 3  # built again here: found in the cache, nothing new compiled
