@@ -29,7 +29,7 @@ from typing import Any, Awaitable, Callable, Mapping
 from actors.dispatch import TWIN, TWIN_PENDING
 from actors.evaluation import as_logged
 from actors.island_host import IslandHost
-from actors.task_order import TaskStanding, next_task
+from actors.task_order import TaskStanding, floor_fraction, next_task
 from foundry.store.rundir import task_file_name, write_atomic
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, Task
 
@@ -147,9 +147,9 @@ class IslandWorker:
     def standing(self, task_id: str) -> TaskStanding:
         """What the choice of the next task reads of `task_id` on this island."""
         best = self.hosts[task_id].best_correct()
-        fraction = ((best.metrics or {}).get("roofline") or {}).get("fraction") if best is not None else None
         return TaskStanding(served=self.served(task_id), covered=best is not None,
-                            floor_fraction=float(fraction) if isinstance(fraction, (int, float)) else None,
+                            floor_fraction=floor_fraction((best.metrics or {}).get("roofline"))
+                            if best is not None else None,
                             stalled=self._fruitless[task_id] > 0)
 
     def _pick_task(self) -> str | None:

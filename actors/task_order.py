@@ -8,8 +8,13 @@ proposer failed or had nothing new, the judge refused it): it is then served lik
 so it cannot take turn after turn. After that a task's steps count in proportion to how close its
 best kernel is to the task's roofline floor (the fraction GPU results carry in
 `metrics["roofline"]`): a task at 0.5 of its floor is served twice as often as one with no
-position known, one at the floor a tenth as often. Ties go to the earlier task in the order
-given (the island's round-robin, which starts at another task on each island).
+position known, one at the floor a tenth as often. A compute-bound float32 task's floor is
+the fp32 matmul rate with TF32 off (what cuBLAS and cuDNN reach in float32), which the
+templates' tensor-core float32 products (three TF32 passes, within float32's tolerance)
+beat: its fraction is read as `F32_COMPUTE_REACH` times lower (`floor_fraction`), so a
+GEMM task whose compiler seed runs at cuBLAS's rate is not taken for a task with nothing
+left to gain. Ties go to the earlier task in the order given (the island's round-robin,
+which starts at another task on each island).
 """
 
 from __future__ import annotations
@@ -19,6 +24,23 @@ from typing import Mapping, Sequence
 
 FIRST_KERNEL_STEPS = 4  # steps a task without a correct kernel goes before the covered ones
 MIN_HEADROOM = 0.1  # a task at or above its floor still gets a tenth of the attention
+# how far below the fp32 (TF32 off) floor a float32 product on the tensor cores went: the
+# matmul template at 1.47x of it on level2/9 and 29 (an H100, KernelBench sizes)
+F32_COMPUTE_REACH = 1.5
+
+
+def floor_fraction(roofline: Mapping | None) -> float | None:
+    """The fraction of its floor a result's kernel reached, from its `metrics["roofline"]`,
+    as the order reads it (a compute-bound float32 task's divided by F32_COMPUTE_REACH);
+    None where it carries none."""
+    if not isinstance(roofline, Mapping):
+        return None
+    fraction = roofline.get("fraction")
+    if type(fraction) not in (int, float):
+        return None
+    if roofline.get("bound") == "compute" and roofline.get("half") is False:
+        return float(fraction) / F32_COMPUTE_REACH
+    return float(fraction)
 
 
 @dataclass(frozen=True)
@@ -30,7 +52,7 @@ class TaskStanding:
 
     served: int
     covered: bool
-    floor_fraction: float | None = None
+    floor_fraction: float | None = None  # as `floor_fraction` reads it
     stalled: bool = False  # some step of it added nothing
 
     @property

@@ -60,6 +60,7 @@ class Roofline:
     bandwidth_bytes_per_s: float
     flops_per_s: float
     counted_on: str  # "meta" or the fallback device the reference ran on
+    half: bool = False  # the FLOP rate is the bf16 one (the task computes in 16-bit floats)
 
     def fraction(self, runtime_ms: float | None) -> float | None:
         """floor / runtime: 1.0 means at the floor (above 1: the floor missed work)."""
@@ -77,7 +78,8 @@ class Roofline:
         return {"floor_ms": round(self.floor_ms, 6), "fraction": round(fraction, 4), "bound": self.bound,
                 "achieved_gb_per_s": round(achieved_bw / 1e9, 1), "achieved_tflops": round(achieved_flops / 1e12, 2),
                 "peak_gb_per_s": round(self.bandwidth_bytes_per_s / 1e9, 1),
-                "peak_tflops": round(self.flops_per_s / 1e12, 2), "diagnosis": self.diagnosis(runtime_ms)}
+                "peak_tflops": round(self.flops_per_s / 1e12, 2), "half": self.half,
+                "diagnosis": self.diagnosis(runtime_ms)}
 
     def diagnosis(self, runtime_ms: float) -> str:
         """e.g. "memory-bound: 41% of the floor (moves 6.44 GB at 1780 GB/s of 4250; floor 1.52 ms, this 3.70 ms)"."""
@@ -165,7 +167,7 @@ def roofline_for_task(task: Task, *, ceilings: DeviceCeilings | None = None,
                     compute_ms=compute_ms, floor_ms=floor,
                     bound="compute" if compute_ms > memory_ms else "memory",
                     bandwidth_bytes_per_s=ceilings.bandwidth_bytes_per_s,
-                    flops_per_s=ceilings.matmul_flops_per_s(half=half), counted_on=where)
+                    flops_per_s=ceilings.matmul_flops_per_s(half=half), counted_on=where, half=half)
 
 
 def _sync(device: torch.device) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from actors.task_order import FIRST_KERNEL_STEPS, MIN_HEADROOM, TaskStanding, next_task
+from actors.task_order import F32_COMPUTE_REACH, FIRST_KERNEL_STEPS, MIN_HEADROOM, TaskStanding, floor_fraction, next_task
 
 
 def test_a_task_without_a_correct_kernel_goes_before_covered_ones_served_less():
@@ -39,3 +39,17 @@ def test_ties_go_to_the_first_of_the_order_and_an_empty_order_gives_none():
     standings = {t: TaskStanding(served=0, covered=False) for t in "xyz"}
     assert next_task(["y", "z", "x"], standings) == "y"
     assert next_task([], standings) is None
+
+
+def test_a_float32_gemm_at_the_fp32_rate_keeps_headroom_for_tensor_core_products():
+    seed_at_cublas = {"fraction": 0.99, "bound": "compute", "half": False}
+    assert floor_fraction(seed_at_cublas) == 0.99 / F32_COMPUTE_REACH
+    gemm = TaskStanding(served=3, covered=True, floor_fraction=floor_fraction(seed_at_cublas))
+    copy_at_floor = TaskStanding(served=3, covered=True, floor_fraction=floor_fraction(
+        {"fraction": 0.99, "bound": "memory", "half": False}))
+    assert gemm.headroom > 3 * copy_at_floor.headroom
+    assert next_task(["copy", "gemm"], {"copy": copy_at_floor, "gemm": gemm}) == "gemm"
+    # a bf16 task's floor is already the tensor cores' rate; older records say nothing of it
+    assert floor_fraction({"fraction": 0.9, "bound": "compute", "half": True}) == 0.9
+    assert floor_fraction({"fraction": 0.9, "bound": "compute"}) == 0.9
+    assert floor_fraction(None) is None and floor_fraction({"fraction": "0.9"}) is None
