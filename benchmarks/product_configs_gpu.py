@@ -3,13 +3,14 @@ task whose forward is a lone matmul, a chain of convolutions or an nn.Linear wit
 pointwise epilogue, time a fixed list of configurations (dot_precision.F32_DOT x tile
 shapes; for lone products also the first tile without the K-contiguous copy; for
 convolutions also the first tile of each F32_DOT with one output phase per program
-(ALL_PHASES off), which changes only a strided transposed convolution) in-process
+(ALL_PHASES off), which changes only a strided transposed convolution, and each tf32x3
+tile with the kernel taps outermost (TAPS on) where the convolution has it) in-process
 (CUDA events, L2 flushed, median of 30, TF32 off as the judge runs it) beside eager and
 torch.compile, and print every configuration's time and the best.
 It picks template defaults; the judge's figures come from the main job.
 
     python benchmarks/product_configs_gpu.py --path DIR [--level 1 2] [--only SUBSTR ...]
-                                             [--time-limit 480] [--no-compile] [--out rows.csv]
+                                             [--time-limit 480] [--no-compile] [--tiles N] [--out rows.csv]
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ TILES = [(128, 128, 32, 8, 3), (128, 128, 32, 4, 3), (128, 64, 32, 4, 4), (64, 1
 IEEE_TILES = [(64, 64, 32, 4, 3)]
 
 
-def configs(family: str):
+def configs(family: str, *, taps: bool = False, tiles: int = len(TILES)):
+    """The configurations timed for a task of `family`; `taps`: the convolution's TUNABLE
+    has TAPS (each tf32x3 tile is then also timed with it on); `tiles`: how many of TILES."""
     from foundry.templates.dot_precision import F32_DOT
     for dot in F32_DOT:
-        for bm, bn, bk, warps, stages in (TILES if dot != "ieee" else IEEE_TILES):
+        for bm, bn, bk, warps, stages in (TILES[:tiles] if dot != "ieee" else IEEE_TILES):
             p = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps, "num_stages": stages,
                  "F32_DOT": dot}
             if family in ("matmul", "linear"):
@@ -38,6 +41,8 @@ def configs(family: str):
             if family == "conv":
                 p["ALL_PHASES"] = 1
             yield p
+            if taps and dot != "ieee":
+                yield {**p, "TAPS": 1}
     if family == "matmul":  # the first tile again, operands read as given (no K-contiguous copy)
         bm, bn, bk, warps, stages = TILES[0]
         yield {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "num_warps": warps, "num_stages": stages,
@@ -55,11 +60,13 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=480.0)
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     ap.add_argument("--out", default="")
+    ap.add_argument("--tiles", type=int, default=len(TILES), help="time only the first N of TILES")
     a = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
         print("needs a CUDA GPU", file=sys.stderr)
         return 2
+    from foundry.templates.conv_triton import conv_tunable
     from foundry.templates.engine import coverage, describe_task, emit, variants
     from foundry.tuning.inprocess import InProcessMeasure
     from foundry.types import Candidate
@@ -84,7 +91,8 @@ def main() -> int:
             print(f"{task.task_id}: reference failed: {type(e).__name__}: {str(e)[:200]}", flush=True)
             continue
         best = None
-        for params in configs(family):
+        taps = family == "conv" and "TAPS" in conv_tunable(desc.convs)
+        for params in configs(family, taps=taps, tiles=a.tiles):
             src = emit(task, backend="triton", variant=variant, params=params)
             r = measure(Candidate.make(task_id=task.task_id, source=src, backend="triton", params=params))
             ms = r.runtime_ms if r.correct else None

@@ -17,7 +17,12 @@ ALL_PHASES off, every output phase runs in one launch, the phase the grid's fast
 index, each summing only its own taps, and a program's outputs lie a stride apart. A
 convolution with one input channel per group (depthwise) runs a direct kernel instead:
 DW_BLOCK output positions of one (sample, channel) plane per program, a multiply-add per
-kernel tap (as an implicit GEMM its tiles would hold one useful column). Offsets that can
+kernel tap (as an implicit GEMM its tiles would hold one useful column). With TAPS on, a
+standard (or stride-1 transposed) convolution with TAPS_MIN_CHANNELS or more input
+channels per group runs `_conv_taps`: the kernel taps outermost, and for each tap the
+group's input channels in BLOCK_K steps, so the input tile of a step is each output row's
+one shifted position plus a channel stride (no per-element tap arithmetic), and the
+weight is read from a [groups, taps, channels, output channels] copy. Offsets that can
 pass 2^31 elements are int64."""
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ from foundry.templates.tiles import block_for, default_first
 # convolutions (benchmarks/product_configs_gpu.py)
 TUNABLE_CONV = {"BLOCK_M": [256, 128, 64, 32], "BLOCK_N": [128, 64, 32, 16], "BLOCK_K": [32, 16, 64],
                 "num_warps": [8, 4, 2], "num_stages": [3, 2, 4]}
+
+
+# TAPS (a TUNABLE where some convolution of the chain has this many input channels per
+# group, standard or transposed with stride 1): the kernel taps outermost, each tap's
+# input channels in BLOCK_K steps (`_conv_taps`), instead of one sum over channels x taps
+TAPS_MIN_CHANNELS = 16
 
 
 def conv_tunable(convs: tuple) -> dict:
@@ -65,9 +76,17 @@ def conv_tunable(convs: tuple) -> dict:
             # transposed convolutions within 1%; the 1-D and 2-D ones are faster at 256)
             tun.update(BLOCK_M=default_first(128, tun["BLOCK_M"]))
     tun.update(dot_precision_tunable(chain_dtype(convs)))
+    if any(taps_apply(c) for c in convs):
+        tun["TAPS"] = [0, 1]
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
     return tun
+
+
+def taps_apply(conv: Conv) -> bool:
+    """Whether TAPS (the kernel taps outermost) changes how `conv` runs: a standard or a
+    stride-1 transposed convolution with at least TAPS_MIN_CHANNELS input channels per group."""
+    return conv.in_channels // conv.groups >= TAPS_MIN_CHANNELS and (not conv.transposed or max(conv.stride) == 1)
 
 
 def chain_dtype(convs: tuple) -> str:
@@ -144,6 +163,40 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
         xw = ow[:, None] * SW - PW + kw[None, :] * DW
         pw = w + co[None, :] * K + kk[:, None]
 {GATHER_AND_DOT}    ODHW = OD * OH * OW
+    sp = rm - n * ODHW
+{STORE}
+
+@triton.jit
+def _conv_taps(x, wt, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
+{GEOMETRY_AND_TILES}, TRANSPOSED: tl.constexpr):
+    # the kernel taps outermost, the group's input channels in BLOCK_K steps inside: for
+    # one tap every output row reads one input position (its own shift), so a step's input
+    # tile is each row's address plus a channel stride, under a mask made once per tap.
+    # A stride-1 transposed convolution is a standard one reading position o + P - k * D.
+    # `wt`: the weight laid out [groups, taps, CIN_G, COUT_G] (output channels contiguous).
+{_rows("od oh ow", "OD OH OW")}    KVOL = KD * KH * KW
+    for kd in range(KD):
+        for kh in range(KH):
+            for kw in range(KW):
+                if TRANSPOSED:
+                    xd = od + PD - kd * DD
+                    xh = oh + PH - kh * DH
+                    xw = ow + PW - kw * DW
+                else:
+                    xd = od * SD - PD + kd * DD
+                    xh = oh * SH - PH + kh * DH
+                    xw = ow * SW - PW + kw * DW
+                inside = m_in & (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
+                px = x_rows + (xd * H + xh) * W + xw
+                pw = wt + ((g * KVOL + (kd * KH + kh) * KW + kw) * CIN_G).to(tl.int64) * COUT_G + rn[None, :]
+                for c0 in range(0, CIN_G, BLOCK_K):
+                    ci = c0 + rk
+                    k_in = ci < CIN_G
+                    a = tl.load(px[:, None] + ci[None, :].to(tl.int64) * DHW, mask=inside[:, None] & k_in[None, :],
+                                other=0.0)
+                    b = tl.load(pw + ci[:, None] * COUT_G, mask=k_in[:, None] & n_in[None, :], other=0.0)
+                    acc += tl.dot(a, b@PRECISION@)
+    ODHW = OD * OH * OW
     sp = rm - n * ODHW
 {STORE}
 
@@ -306,7 +359,10 @@ def _conv_transposed_rows(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN
     tl.store(po, tiles.to(out.dtype.element_ty), mask=s_in[:, :, None] & n_in[None, None, :])
 '''
 
-LAUNCHER = '''def _narrowed(block, size):
+LAUNCHER = '''TAPS_MIN_CHANNELS = @TAPS_MIN_CHANNELS@  # TAPS: a group's input channels fill a BLOCK_K of at least 16
+
+
+def _narrowed(block, size):
     """`block`, or the smallest power of two (at least 16) covering a smaller `size`."""
     return int(min(int(block), max(16, triton.next_power_of_2(int(size)))))
 
@@ -393,6 +449,19 @@ class _CONV:
         geometry = (*kernel, *self.stride, *self.padding, *self.dilation)
         meta = dict(HAS_BIAS=bias is not None, BLOCK_M=BM, BLOCK_N=BN, @F32_DOT_LAUNCH_ARG@,
                     num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
+        if (bool(int(p.get("TAPS", 0))) and cin_g >= TAPS_MIN_CHANNELS
+                and (not self.transposed or _prod(self.stride) == 1)):
+            # the taps outermost: the weight as [groups, taps, CIN_G, COUT_G]
+            taps = _prod(kernel)
+            if self.transposed:  # [C_in, COUT_G, taps] = [groups, CIN_G, COUT_G, taps]
+                wt = weight.reshape(self.groups, cin_g, cout_g, taps).permute(0, 3, 1, 2).contiguous()
+            else:  # [C_out, CIN_G, taps] = [groups, COUT_G, CIN_G, taps]
+                wt = weight.reshape(self.groups, cout_g, cin_g, taps).permute(0, 3, 2, 1).contiguous()
+            M = N * _prod(out_size)
+            grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
+            _conv_taps[grid](x, wt, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
+                             BLOCK_K=_narrowed(p["BLOCK_K"], cin_g), TRANSPOSED=self.transposed, **meta)
+            return out
         if not self.transposed:
             M = N * _prod(out_size)
             grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
@@ -432,7 +501,8 @@ def conv_init_line(index: int, conv: Conv, prefix: str = "") -> str:
 def conv_sources(convs: tuple) -> tuple[str, str]:
     """(kernel definitions, launcher source) of the convolution kernels for `convs`."""
     return (KERNEL.replace("@PRECISION@", dot_precision_arg(chain_dtype(convs))),
-            LAUNCHER.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG))
+            LAUNCHER.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG).replace("@TAPS_MIN_CHANNELS@",
+                                                                                str(TAPS_MIN_CHANNELS)))
 
 
 

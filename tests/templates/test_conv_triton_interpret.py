@@ -119,3 +119,51 @@ def test_kernelbench_conv_problem_matches_with_default_params(tmp_path, problem,
     assert coverage(task) is None
     ref, got = run_candidate(task, backend="triton")
     assert_close(ref, got, **TOL)
+
+
+# TAPS on: the kernel taps outermost, each tap's input channels in BLOCK_K steps; it applies
+# to standard and stride-1 transposed convolutions with 16 or more input channels per group
+# (more than one BLOCK_K step of channels in some: 40 per group against BLOCK_K 16)
+TAPS_CASES = [
+    ("conv1d", "nn.Conv1d(40, 24, 3, stride=2, padding=2, dilation=2)", "torch.randn(2, 40, 19)"),
+    ("conv2d_asymmetric", "nn.Conv2d(16, 20, (3, 5), stride=(2, 1), padding=(1, 2), dilation=(1, 2))",
+     "torch.randn(2, 16, 9, 11)"),
+    ("conv2d_groups", "nn.Conv2d(32, 12, (2, 3), padding=(1, 1), groups=2, bias=False)", "torch.randn(1, 32, 6, 7)"),
+    ("conv3d", "nn.Conv3d(16, 8, (2, 3, 2), stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 1))",
+     "torch.randn(1, 16, 5, 7, 6)"),
+    ("transposed1d_dilated", "nn.ConvTranspose1d(40, 24, 5, padding=1, dilation=3)", "torch.randn(2, 40, 17)"),
+    ("transposed2d_asymmetric", "nn.ConvTranspose2d(32, 12, (3, 5), padding=(1, 0), groups=2, bias=False)",
+     "torch.randn(2, 32, 7, 9)"),
+    ("transposed3d", "nn.ConvTranspose3d(16, 8, 3, padding=1)", "torch.randn(1, 16, 4, 5, 3)"),
+]
+
+
+@pytest.mark.parametrize("name,module,x", TAPS_CASES, ids=[c[0] for c in TAPS_CASES])
+def test_taps_outermost_matches_torch(tmp_path, name, module, x):
+    task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
+                     inputs=f"[{x}]", sig="x")
+    source = emit(task, backend="triton")
+    assert "'TAPS': [0, 1]" in source
+    model, init, inputs = reference_and_inputs(task, seed=7)
+    mod = load_candidate(source, {**BLOCKS, "BLOCK_K": 16, "TAPS": 1})
+
+    def other_kernel(*args, **kwargs):
+        raise AssertionError("TAPS on: the taps kernel should have run")
+    for name in ("_conv", "_conv_transposed", "_conv_transposed_rows"):
+        setattr(mod, name, other_kernel)
+    torch.manual_seed(7)
+    new = mod.ModelNew(*init)
+    with torch.no_grad():
+        assert_close(model(*inputs), new(*inputs), **TOL)
+
+
+def test_taps_is_offered_only_where_it_changes_the_kernel(tmp_path):
+    few = make_task(tmp_path, "few_channels", forward="return self.conv(x)", init="self.conv = nn.Conv2d(3, 8, 3)",
+                    inputs="[torch.randn(1, 3, 6, 6)]", sig="x")
+    strided = make_task(tmp_path, "strided_transposed", forward="return self.conv(x)",
+                        init="self.conv = nn.ConvTranspose2d(16, 8, 3, stride=2)", inputs="[torch.randn(1, 16, 5, 5)]",
+                        sig="x")
+    for task in (few, strided):
+        assert "'TAPS'" not in emit(task, backend="triton")
+        ref, got = run_candidate(task, backend="triton", params={**BLOCKS, "TAPS": 1})  # a stale setting: ignored
+        assert_close(ref, got, **TOL)

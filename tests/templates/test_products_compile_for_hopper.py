@@ -92,6 +92,26 @@ def test_conv_cases_compile_for_hopper(tmp_path):
         assert names == want, r
 
 
+def test_the_taps_kernel_compiles_for_hopper_at_the_default_tiles(tmp_path):
+    # TAPS on, at the tiles a KernelBench convolution gets by default (conv_tunable) and at
+    # the small ones; standard and stride-1 transposed, 1-D to 3-D
+    from foundry.templates.conv_triton import conv_tunable
+    cases = [("taps_conv2d", "nn.Conv2d(64, 128, 3)", "torch.randn(1, 64, 20, 24)"),
+             ("taps_conv1d", "nn.Conv1d(64, 128, 3, stride=3, dilation=4)", "torch.randn(1, 64, 300)"),
+             ("taps_transposed2d", "nn.ConvTranspose2d(64, 128, (3, 5))", "torch.randn(1, 64, 12, 20)"),
+             ("taps_transposed3d", "nn.ConvTranspose3d(48, 24, 3)", "torch.randn(1, 48, 6, 6, 6)")]
+    builds = []
+    for name, module, x in cases:
+        task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
+                         inputs=f"[{x}]", sig="x")
+        defaults = {k: v[0] for k, v in conv_tunable(describe_task(task).convs).items()}
+        builds += [{"path": str(task.path), "params": {**defaults, "TAPS": 1}},
+                   {"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": "ieee", "TAPS": 1}}]
+    rows = compile_for_hopper(builds)
+    assert not failures(rows), failures(rows)
+    assert all({name for name, _ in r["kernels"]} == {"_conv_taps"} for r in rows), rows
+
+
 def test_bfloat16_products_and_an_oversized_tile(tmp_path):
     gemm = make_task(tmp_path, "bf16_product", forward="return torch.matmul(A, B.T)", sig="A, B",
                      inputs="[torch.randn(70, 300).to(torch.bfloat16), torch.randn(50, 300).to(torch.bfloat16)]")
