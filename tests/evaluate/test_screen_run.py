@@ -26,6 +26,7 @@ class StandInWorker:
         self.sent: list = []
         self.loaded: list = []
         self.timed: list = []
+        self.runs: list = []
 
     def clock(self) -> int:
         return self.now
@@ -44,7 +45,11 @@ class StandInWorker:
         return [torch.ones(2)]
 
     def run_trial(self, k, inputs, record=False):
-        self.now += int(self.trial_s[k] * 1e9)
+        """Point k's first run takes trial_s[k] (or its first of two) seconds, a second run
+        the same (or its second)."""
+        times = self.trial_s[k] if isinstance(self.trial_s[k], tuple) else (self.trial_s[k],) * 2
+        self.runs.append(k)
+        self.now += int(times[min(1, self.runs.count(k) - 1)] * 1e9)
         return torch.ones(2), {}
 
     def wait_go(self):
@@ -77,6 +82,15 @@ def test_a_prebuilt_setting_far_slower_than_the_fastest_is_not_timed(monkeypatch
     assert set(errors) == {1} and "7.5x the fastest" in errors[1]
     trials = [h["point"] for h in worker.sent if h["kind"] == "screen_trial"]
     assert trials == [0, 1, 2, 3]  # every output still went to the judge to be checked
+
+
+def test_a_slow_first_launch_is_run_again_before_it_counts(monkeypatch):
+    # the first point's first launch loads its kernels and builds Triton's launcher: 0.67 s
+    # for a kernel of microseconds (seen on an H200); its second run says what it costs
+    report = PrebuildReport(built=(True, True, True), wall_s=5.0, timed_out=(False,) * 3)
+    worker, errors = _screen(monkeypatch, [(0.67, 0.003), 0.004, (2.0, 1.9)], report)
+    assert errors.keys() == {2} and worker.timed == [0, 1]
+    assert worker.runs == [0, 0, 1, 2, 2]  # only trials over the floor ran twice
 
 
 def test_without_a_prebuild_every_setting_that_ran_is_timed(monkeypatch):
