@@ -10,7 +10,8 @@ torch.compile, and print every configuration's time and the best.
 It picks template defaults; the judge's figures come from the main job.
 
     python benchmarks/product_configs_gpu.py --path DIR [--level 1 2] [--only SUBSTR ...]
-                                             [--time-limit 480] [--no-compile] [--tiles N] [--out rows.csv]
+                                             [--time-limit 480] [--no-compile] [--tiles N] [--taps-pairs]
+                                             [--out rows.csv]
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ def main() -> int:
     ap.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     ap.add_argument("--out", default="")
     ap.add_argument("--tiles", type=int, default=len(TILES), help="time only the first N of TILES")
+    ap.add_argument("--taps-pairs", action="store_true",
+                    help="only convolutions with TAPS, each at its default parameters with TAPS off and on")
     a = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -92,7 +95,14 @@ def main() -> int:
             continue
         best = None
         taps = family == "conv" and "TAPS" in conv_tunable(desc.convs)
-        for params in configs(family, taps=taps, tiles=a.tiles):
+        if a.taps_pairs and not taps:
+            continue
+        if a.taps_pairs:
+            defaults = {k: v[0] for k, v in conv_tunable(desc.convs).items()}
+            chosen = [{**defaults, "TAPS": 0}, {**defaults, "TAPS": 1}]
+        else:
+            chosen = list(configs(family, taps=taps, tiles=a.tiles))
+        for params in chosen:
             src = emit(task, backend="triton", variant=variant, params=params)
             r = measure(Candidate.make(task_id=task.task_id, source=src, backend="triton", params=params))
             ms = r.runtime_ms if r.correct else None
