@@ -31,6 +31,12 @@ def phases_of(result: EvalResult) -> dict[str, float]:
     return out
 
 
+# the phases a task pays for once, in the evaluation that first needs them (as
+# foundry.evaluate.phases names them): its fit check and reference ops, its degeneracy
+# check, its eager and torch.compile baselines
+FIRST_TIME_PHASES = ("task_setup", "degeneracy", "baseline_eager", "baseline_compile")
+
+
 def _add(into: dict[str, float], phases: Mapping[str, float]) -> None:
     for name, s in phases.items():
         into[name] = into.get(name, 0.0) + s
@@ -69,6 +75,12 @@ class PhaseSums:
     @property
     def seconds(self) -> float:
         return sum(self.total_s.values())
+
+    def first_time_setup(self) -> dict[str, float]:
+        """Per task, the seconds of its FIRST_TIME_PHASES (tasks with none left out)."""
+        setup = {task: sum(phases.get(name, 0.0) for name in FIRST_TIME_PHASES)
+                 for task, phases in self.by_task_s.items()}
+        return {task: s for task, s in setup.items() if s > 0}
 
     def top(self, n: int) -> list[tuple[str, float]]:
         """The `n` phases that took longest, longest first."""

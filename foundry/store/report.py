@@ -6,6 +6,7 @@ run directory alone."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 
 from foundry.hardware import baseline_line
@@ -91,6 +92,12 @@ def time_section(records: list[EvaluationRecord]) -> list[str]:
     for name, secs in top:
         share = secs / total if total > 0 else 0.0
         lines.append(f"| {name} | {_s(secs)} | {share:.0%} | {_s(secs / sums.evaluations)} |")
+    setup = sums.first_time_setup()
+    if setup:
+        slowest = max(setup, key=lambda t: setup[t])
+        lines += ["", f"First-time setup of a task (its fit check and reference ops, degeneracy check, eager and "
+                      f"torch.compile baselines), {len(setup)} tasks: median {_s(statistics.median(setup.values()))}, "
+                      f"longest {_s(setup[slowest])} ({slowest})."]
     return lines + [""]
 
 

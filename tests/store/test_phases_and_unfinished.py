@@ -32,6 +32,16 @@ def test_phase_sums_per_run_and_task_skip_what_is_not_seconds():
     assert out["phases_evaluations"] == 2 and out["phases_by_task_s"]["a"] == {"build": 2.0, "trials": 1.0}
 
 
+def test_a_tasks_first_time_setup_sums_the_phases_it_pays_once():
+    sums = PhaseSums()
+    sums.add(task_id="a", result=_pair(0, "a", {"task_setup": 0.5, "degeneracy": 3.0, "baseline_eager": 1.0,
+                                                "baseline_compile": 4.0, "trials": 9.0})[1])
+    sums.add(task_id="a", result=_pair(1, "a", {"degeneracy": 0.2, "trials": 2.0})[1])  # another lane's cached read
+    sums.add(task_id="b", result=_pair(2, "b", {"baseline_eager": 2.0})[1])
+    sums.add(task_id="c", result=_pair(3, "c", {"trials": 1.0})[1])  # its setup paid in no recorded evaluation
+    assert sums.first_time_setup() == {"a": 8.7, "b": 2.0}
+
+
 def test_judged_per_minute_is_steady_state_per_session():
     # a session records a batch per poll: 3 at t=100, then 2 more by t=110 -> 2 in 10 s
     assert judged_per_minute({"s1": [100.0, 100.01, 100.02, 105.0, 110.0]}) == 12.0
@@ -45,7 +55,8 @@ def test_the_driver_summary_and_the_report_show_where_time_went(tmp_path):
     progress = RunProgress.for_tasks(["t1", "t2"])
     log = EvaluationLog(tmp_path, flush_s=1e9)
     for i in range(6):
-        phases = {"build": 1.0 + i, "trials": 0.5, **({"tuning": 10.0} if i == 5 else {})}
+        phases = {"build": 1.0 + i, "trials": 0.5, **({"tuning": 10.0} if i == 5 else {}),
+                  **({"baseline_eager": 2.0 + i} if i < 2 else {})}
         c, r = _pair(i, "t1" if i % 2 else "t2", phases)
         log.append(c, r, evaluator="e")
         progress.record(c, r, at=1000.0 + 10 * i)
@@ -55,12 +66,13 @@ def test_the_driver_summary_and_the_report_show_where_time_went(tmp_path):
     log.close()
     summary = progress.session_summary()
     assert summary["evaluations"] == 7 and summary["phases_evaluations"] == 6
-    assert summary["phases_s"] == {"build": 21.0, "tuning": 10.0, "trials": 3.0}
+    assert summary["phases_s"] == {"baseline_eager": 5.0, "build": 21.0, "tuning": 10.0, "trials": 3.0}
     assert summary["phases_by_task_s"]["t1"]["tuning"] == 10.0
     assert summary["judged_per_min"] == 6.0  # 6 after the first, in 60 s
     text = build_report(tmp_path).read_text()
     assert "## Where the judge's time went" in text
-    assert "| build | 21.0 s | 62% | 3.5 s |" in text
+    assert "| build | 21.0 s | 54% | 3.5 s |" in text
+    assert "eager and torch.compile baselines), 2 tasks: median 2.5 s, longest 3 s (t1)." in text
     assert "Phases of 6 of 7 evaluations" in text
     assert "Judged candidates per minute: " in text
 
