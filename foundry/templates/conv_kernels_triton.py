@@ -3,7 +3,8 @@ implicit-GEMM `_conv` (the sum over channels x taps in BLOCK_K steps, each input
 gathered), `_conv_taps` (the kernel taps outermost, each tap's channels in BLOCK_K steps),
 `_conv_transposed` (every output phase of a transposed convolution in one launch),
 `_conv_transposed_rows` (a run of consecutive outputs of one output row, every W phase)
-and `_conv_depthwise` (one input channel per group: a multiply-add per tap). `KERNELS`
+and `_conv_depthwise` (one input channel per group: a multiply-add per tap; by tiles of
+an output plane in `_conv_depthwise_tiles`). `KERNELS`
 is their source, with `@PRECISION@` where a float32 product's precision goes."""
 
 from __future__ import annotations
@@ -206,6 +207,67 @@ def _conv_depthwise(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
     if HAS_BIAS:
         acc += tl.load(bias + co).to(tl.float32)
     tl.store(out + nc * ODHW + sp, acc.to(out.dtype.element_ty), mask=s_in)
+
+
+@triton.jit
+def _conv_depthwise_tiles(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
+                          KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
+                          SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
+                          PW: tl.constexpr, DD: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+                          TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, TILE_H: tl.constexpr,
+                          TILE_W: tl.constexpr):
+    # one input channel per group, as _conv_depthwise, but a program computes a TILE_H x
+    # TILE_W tile of one output plane (sample, channel, depth): each tap's input rows and
+    # columns are vectors, so a tap costs a load and a multiply-add per output, its mask
+    # the outer product of a row mask and a column mask
+    tiles_w = tl.cdiv(OW, TILE_W)
+    tiles = tl.cdiv(OH, TILE_H) * tiles_w
+    pid = tl.program_id(0).to(tl.int64)
+    plane = pid // tiles  # (n * C_OUT + co) * OD + od
+    tile = (pid % tiles).to(tl.int32)
+    od = (plane % OD).to(tl.int32)
+    nc = plane // OD
+    co = nc % C_OUT
+    ci = co // MULT
+    n = nc // C_OUT
+    oh = (tile // tiles_w) * TILE_H + tl.arange(0, TILE_H)
+    ow = (tile % tiles_w) * TILE_W + tl.arange(0, TILE_W)
+    out_in = (oh < OH)[:, None] & (ow < OW)[None, :]
+    x_plane = x + (n * C_IN + ci) * (D * H * W)
+    w_taps = w + co * (KD * KH * KW)
+    acc = tl.zeros([TILE_H, TILE_W], dtype=tl.float32)
+    depth = oh * 0 + od  # the plane's depth, as a row vector (a scalar mask does not broadcast everywhere)
+    for kd in tl.static_range(KD):
+        if TRANSPOSED:
+            td = depth + PD - kd * DD
+            xd = td // SD
+            d_in = (td >= 0) & (td % SD == 0) & (xd < D)
+        else:
+            xd = depth * SD - PD + kd * DD
+            d_in = (xd >= 0) & (xd < D)
+        for kh in tl.static_range(KH):
+            if TRANSPOSED:
+                th = oh + PH - kh * DH
+                xh = th // SH
+                h_in = (th >= 0) & (th % SH == 0) & (xh < H)
+            else:
+                xh = oh * SH - PH + kh * DH
+                h_in = (xh >= 0) & (xh < H)
+            for kw in tl.static_range(KW):
+                if TRANSPOSED:
+                    tw = ow + PW - kw * DW
+                    xw = tw // SW
+                    w_in = (tw >= 0) & (tw % SW == 0) & (xw < W)
+                else:
+                    xw = ow * SW - PW + kw * DW
+                    w_in = (xw >= 0) & (xw < W)
+                inside = ((d_in & h_in)[:, None] & w_in[None, :]) & out_in
+                v = tl.load(x_plane + (xd * H + xh)[:, None] * W + xw[None, :], mask=inside, other=0.0)
+                acc += v.to(tl.float32) * tl.load(w_taps + (kd * KH + kh) * KW + kw).to(tl.float32)
+    if HAS_BIAS:
+        acc += tl.load(bias + co).to(tl.float32)
+    po = out + plane * (OH * OW) + oh[:, None] * OW + ow[None, :]
+    tl.store(po, acc.to(out.dtype.element_ty), mask=out_in)
 
 
 @triton.jit

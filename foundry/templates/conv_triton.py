@@ -17,7 +17,9 @@ ALL_PHASES off, every output phase runs in one launch, the phase the grid's fast
 index, each summing only its own taps, and a program's outputs lie a stride apart. A
 convolution with one input channel per group (depthwise) runs a direct kernel instead:
 DW_BLOCK output positions of one (sample, channel) plane per program, a multiply-add per
-kernel tap (as an implicit GEMM its tiles would hold one useful column). With TAPS on, a
+kernel tap (as an implicit GEMM its tiles would hold one useful column); with DW_TILE on,
+a 2-D tile of an output plane per program, each tap's input rows and columns vectors (no
+per-output index arithmetic). With TAPS on, a
 standard (or stride-1 transposed) convolution with TAPS_MIN_CHANNELS or more input
 channels per group runs `_conv_taps`: the kernel taps outermost, and for each tap the
 group's input channels in BLOCK_K steps, so the input tile of a step is each output row's
@@ -81,6 +83,7 @@ def conv_tunable(convs: tuple) -> dict:
         tun["TAPS"] = [0, 1]
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
+        tun["DW_TILE"] = [0, 1]  # off until timed on a GPU
     return tun
 
 
@@ -174,6 +177,16 @@ class _CONV:
         cin_g, cout_g = C_in // self.groups, C_out // self.groups
         p = self.params
         b = weight if bias is None else bias  # (a pointer the kernel never reads without HAS_BIAS)
+        if cin_g == 1 and bool(int(p.get("DW_TILE", 0))):
+            # tiles of an output plane: up to 128 outputs wide, about 1024 in all
+            tile_w = min(128, max(16, triton.next_power_of_2(out_size[2])))
+            tile_h = min(triton.next_power_of_2(out_size[1]), max(1, 1024 // tile_w))
+            tiles = triton.cdiv(out_size[1], tile_h) * triton.cdiv(out_size[2], tile_w)
+            _conv_depthwise_tiles[(N * C_out * out_size[0] * tiles,)](
+                x, weight, b, out, C_in, *size, C_out, *out_size, cout_g, *kernel, *self.stride, *self.padding,
+                *self.dilation, TRANSPOSED=self.transposed, HAS_BIAS=bias is not None, TILE_H=tile_h,
+                TILE_W=tile_w, num_warps=4)
+            return out
         if cin_g == 1:
             grid = (triton.cdiv(_prod(out_size), int(p["DW_BLOCK"])), N * C_out)
             _conv_depthwise[grid](x, weight, b, out, C_in, *size, C_out, *out_size,

@@ -167,3 +167,30 @@ def test_taps_is_offered_only_where_it_changes_the_kernel(tmp_path):
         assert "'TAPS'" not in emit(task, backend="triton")
         ref, got = run_candidate(task, backend="triton", params={**BLOCKS, "TAPS": 1})  # a stale setting: ignored
         assert_close(ref, got, **TOL)
+
+
+# DW_TILE on: one input channel per group, a 2-D tile of an output plane per program
+DEPTHWISE = [c for c in CASES if eval(c[1], {"nn": torch.nn}).in_channels // eval(c[1], {"nn": torch.nn}).groups == 1] + [
+    ("conv1d_depthwise", "nn.Conv1d(4, 8, 5, stride=2, padding=3, dilation=2, groups=4)", "torch.randn(2, 4, 150)"),
+    ("conv3d_depthwise", "nn.Conv3d(3, 3, (2, 3, 3), stride=(2, 1, 2), padding=1, groups=3)", "torch.randn(1, 3, 5, 6, 7)"),
+    ("transposed3d_depthwise", "nn.ConvTranspose3d(2, 2, 3, stride=(2, 1, 2), padding=1, output_padding=(1, 0, 1), "
+     "dilation=(1, 2, 1), groups=2)", "torch.randn(1, 2, 3, 4, 5)"),
+]
+
+
+@pytest.mark.parametrize("name,module,x", DEPTHWISE, ids=[c[0] for c in DEPTHWISE])
+def test_depthwise_by_tiles_matches_torch(tmp_path, name, module, x):
+    task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
+                     inputs=f"[{x}]", sig="x")
+    source = emit(task, backend="triton")
+    assert "'DW_TILE': [0, 1]" in source
+    model, init, inputs = reference_and_inputs(task, seed=7)
+    mod = load_candidate(source, {**BLOCKS, "DW_TILE": 1})
+
+    def other_kernel(*args, **kwargs):
+        raise AssertionError("DW_TILE on: the tiled depthwise kernel should have run")
+    mod._conv_depthwise = other_kernel
+    torch.manual_seed(7)
+    new = mod.ModelNew(*init)
+    with torch.no_grad():
+        assert_close(model(*inputs), new(*inputs), **TOL)

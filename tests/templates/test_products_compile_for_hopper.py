@@ -92,9 +92,10 @@ def test_conv_cases_compile_for_hopper(tmp_path):
         assert names == want, r
 
 
-def test_the_taps_kernel_compiles_for_hopper_at_the_default_tiles(tmp_path):
+def test_the_taps_and_tiled_depthwise_kernels_compile_for_hopper(tmp_path):
     # TAPS on, at the tiles a KernelBench convolution gets by default (conv_tunable) and at
-    # the small ones; standard and stride-1 transposed, 1-D to 3-D
+    # the small ones, standard and stride-1 transposed, 1-D to 3-D; DW_TILE on, depthwise
+    # 1-D to 3-D, standard and strided transposed
     from foundry.templates.conv_triton import conv_tunable
     cases = [("taps_conv2d", "nn.Conv2d(64, 128, 3)", "torch.randn(1, 64, 20, 24)"),
              ("taps_conv1d", "nn.Conv1d(64, 128, 3, stride=3, dilation=4)", "torch.randn(1, 64, 300)"),
@@ -107,9 +108,17 @@ def test_the_taps_kernel_compiles_for_hopper_at_the_default_tiles(tmp_path):
         defaults = {k: v[0] for k, v in conv_tunable(describe_task(task).convs).items()}
         builds += [{"path": str(task.path), "params": {**defaults, "TAPS": 1}},
                    {"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": "ieee", "TAPS": 1}}]
+    depthwise = [("tiles_depthwise2d", "nn.Conv2d(64, 64, 3, groups=64)", "torch.randn(1, 64, 40, 50)"),
+                 ("tiles_depthwise1d", "nn.Conv1d(8, 16, 3, stride=2, groups=8)", "torch.randn(1, 8, 300)"),
+                 ("tiles_transposed3d", "nn.ConvTranspose3d(4, 4, 3, stride=2, groups=4)", "torch.randn(1, 4, 5, 6, 7)")]
+    for name, module, x in depthwise:
+        task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
+                         inputs=f"[{x}]", sig="x")
+        builds.append({"path": str(task.path), "params": {"DW_TILE": 1}})
     rows = compile_for_hopper(builds)
     assert not failures(rows), failures(rows)
-    assert all({name for name, _ in r["kernels"]} == {"_conv_taps"} for r in rows), rows
+    assert all({name for name, _ in r["kernels"]} == {"_conv_taps"} for r in rows[:-3]), rows
+    assert all({name for name, _ in r["kernels"]} == {"_conv_depthwise_tiles"} for r in rows[-3:]), rows[-3:]
 
 
 def test_bfloat16_products_and_an_oversized_tile(tmp_path):
