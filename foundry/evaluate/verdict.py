@@ -56,12 +56,29 @@ mm addmm bmm baddbmm matmul linear convolution _convolution conv1d conv2d conv3d
 conv_transpose1d conv_transpose2d conv_transpose3d mkldnn_convolution addmv mv dot
 """.split())
 CONVOLUTION_OPS = frozenset(op for op in LIBRARY_OPS if "conv" in op)
+# scaled-dot-product attention as the backends' fused kernels: two batched products with a
+# softmax between them, read as that work (a `bmm` and a `_softmax`)
+ATTENTION_OPS = frozenset("""
+scaled_dot_product_attention _scaled_dot_product_attention_math _scaled_dot_product_flash_attention
+_scaled_dot_product_flash_attention_for_cpu _scaled_dot_product_efficient_attention
+_scaled_dot_product_cudnn_attention _flash_attention_forward _efficient_attention_forward
+""".split())
+
+
+def reference_work(reference_ops: set) -> set:
+    """A reference's compute ops, a fused attention op read as the products and the
+    softmax it computes."""
+    ops = set(reference_ops)
+    if ops & ATTENTION_OPS:
+        ops = (ops - ATTENTION_OPS) | {"bmm", "_softmax"}
+    return ops
 
 
 def library_work_only(reference_ops: set) -> bool:
     """Whether a reference's compute ops are library GEMMs/convolutions and nothing else:
     a kernel file may not leave such a task's work to the library."""
-    return bool(reference_ops & LIBRARY_OPS) and not (reference_ops - LIBRARY_OPS)
+    ops = reference_work(reference_ops)
+    return bool(ops & LIBRARY_OPS) and not (ops - LIBRARY_OPS)
 
 
 def torch_compute_violation(candidate_ops: set, reference_ops: set) -> str:
@@ -69,8 +86,11 @@ def torch_compute_violation(candidate_ops: set, reference_ops: set) -> str:
 
     A kernel file may leave GEMMs/convolutions to the library (KernelBench's level-2
     practice: a library GEMM with the rest fused into the candidate's kernel) when the
-    reference uses them too and has other work, which the kernels must then do. Every
-    other PyTorch compute op in forward is a PyTorch rewrite."""
+    reference uses them too and has other work, which the kernels must then do (an
+    attention op counts as two products and a softmax: its products may be left to the
+    library, its softmax not). Every other PyTorch compute op in forward is a PyTorch
+    rewrite."""
+    reference_ops = reference_work(reference_ops)
     other = sorted(set(candidate_ops) - LIBRARY_OPS)
     if other:
         return "forward computed with PyTorch ops (" + ", ".join(other)[:200] + ")"

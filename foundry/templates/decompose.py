@@ -16,7 +16,9 @@ templates know, with views (movement ops) where parameters must broadcast.
 - each loss of same-shaped operands with its reduction ("none", "mean", "sum"; kl_div's
   "batchmean" too) as a mean or sum over every element;
 - F.cosine_similarity(a, b, dim, eps): sum(a * b) / (max(|a|, eps) * max(|b|, eps)), three
-  reductions over dim (torch divides by the norms before the sum: equal within rounding).
+  reductions over dim (torch divides by the norms before the sum: equal within rounding);
+- F.scaled_dot_product_attention(q, k, v, scale=s) without a mask, dropout, causality or
+  grouped heads: softmax((q @ k^T) * s, -1) @ v, s = 1 / sqrt(q's last dim) by default.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def decompose(gm: fx.GraphModule) -> bool:
             changed = True
             continue
         if _bound_by_constant(node, gm) or _mse_loss(node, graph) or _robust_loss(node, graph) or _kl_div(node, graph) \
-                or _triplet_margin_loss(node, graph) or _cosine_similarity(node, graph):
+                or _triplet_margin_loss(node, graph) or _cosine_similarity(node, graph) \
+                or _attention(node, graph):
             changed = True
             continue
         bn = _batch_norm_args(node, modules, graph)
@@ -270,6 +273,28 @@ def _cosine_similarity(node, graph) -> bool:
             return graph.call_function(torch.clamp, (n,), {"min": float(eps)})
         dot = graph.call_function(torch.sum, (graph.call_function(operator.mul, (a, b)),), {"dim": dim})
         out = graph.call_function(operator.truediv, (dot, graph.call_function(operator.mul, (norm(a), norm(b)))))
+    return _replaced(graph, node, out)
+
+
+def _attention(node, graph) -> bool:
+    if node.op != "call_function" or node.target is not F.scaled_dot_product_attention:
+        return False
+    q, k, v = (_arg(node, i, name) for i, name in enumerate(("query", "key", "value")))
+    plain = (_arg(node, 3, "attn_mask") is None and _arg(node, 4, "dropout_p", 0.0) == 0.0
+             and _arg(node, 5, "is_causal", False) is False and node.kwargs.get("enable_gqa", False) is False)
+    scale = _arg(node, 6, "scale")
+    shapes = [shape_of(t) for t in (q, k, v)]
+    if not plain or None in shapes or not isinstance(scale, (int, float, type(None))):
+        return False  # a mask, dropout, causality or grouped heads: left to torch
+    (sq, sk, sv) = shapes
+    if not (len(sq) >= 2 and len(sq) == len(sk) == len(sv) and sq[:-2] == sk[:-2] == sv[:-2]
+            and sq[-1] == sk[-1] and sk[-2] == sv[-2]):
+        return False  # broadcasting batch dims: left to torch
+    with graph.inserting_before(node):
+        scores = graph.call_function(torch.matmul, (q, graph.call_method("transpose", (k, -2, -1))))
+        scaled = graph.call_function(operator.mul, (scores, float(scale if scale is not None else sq[-1] ** -0.5)))
+        weights = graph.call_function(torch.softmax, (scaled,), {"dim": -1})
+        out = graph.call_function(torch.matmul, (weights, v))
     return _replaced(graph, node, out)
 
 

@@ -4,11 +4,14 @@ import pytest
 
 from tests.templates.helpers import TASKS
 
+from pathlib import Path
+
 from foundry.tasks import load_task
 from foundry.templates.engine import emit
 from foundry.types import Candidate
 
 evaluate = pytest.importorskip("foundry.evaluate")
+EXPLOIT_TASKS = Path(__file__).parents[1] / "exploits" / "tasks"
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +27,10 @@ def judge():
     ("softmax_rows", "c", "fused"), ("cumsum_reverse", "c", "fused"), ("sum_dim1", "triton", "fused"),
     ("conv_relu_avgpool", "c", "fused"), ("conv_relu_avgpool", "c", "conv"), ("conv_relu_avgpool", "triton", "fused"),
     ("conv_relu_avgpool", "triton", "conv"), ("gemm_gelu_bias", "triton", "matmul"),
-    ("gemm_gelu_bias", "triton", "linear")])
+    ("gemm_gelu_bias", "triton", "linear"), ("attention", "c", "fused"), ("attention", "triton", "fused")])
 def test_template_candidate_passes_every_guard(judge, name, backend, variant):
-    task = load_task(TASKS / f"{name}.py", profile="small")
+    folder = EXPLOIT_TASKS if name == "attention" else TASKS  # attention: the exploit tests' task too
+    task = load_task(folder / f"{name}.py", profile="small")
     cand = Candidate.make(task_id=task.task_id, source=emit(task, backend=backend, variant=variant),
                           backend=backend, origin="template")
     r = judge.evaluate(task=task, candidate=cand)

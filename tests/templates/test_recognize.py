@@ -218,3 +218,29 @@ def test_a_forward_in_another_float_type_is_named_as_the_reason():
         describe(Gelu(), [torch.randn(4, 8, dtype=torch.float64)])
     assert describe(Gelu(), [torch.randn(4, 8)])  # the same op in float32 is covered
     assert describe(Gelu(), [torch.randn(4, 8, dtype=torch.bfloat16)]).half_dtypes == ("bfloat16",)
+
+
+class _Attention(nn.Module):
+    def __init__(self, **kwargs):
+        super().__init__()
+        self.kwargs = kwargs
+
+    def forward(self, q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, **self.kwargs)
+
+
+@pytest.mark.parametrize("kwargs,scale", [({}, 8 ** -0.5), ({"scale": 0.3}, 0.3)])
+def test_attention_is_two_products_around_a_scaled_softmax(kwargs, scale):
+    q, k, v = torch.randn(2, 3, 5, 8), torch.randn(2, 3, 7, 8), torch.randn(2, 3, 7, 4)
+    d = _desc(_Attention(**kwargs), q, k, v)
+    (r,) = d.regions
+    assert r.row.kind == "softmax" and (r.row.dim_start, r.row.dim_end) == (3, 4)
+    assert [i.op for i in r.pre.body] == ["mul"] and r.pre.body[0].args[1].value == pytest.approx(scale)
+    assert [p.kind for p in d.prologues] == ["matmul", "matmul"]
+
+
+@pytest.mark.parametrize("kwargs", [{"is_causal": True}, {"dropout_p": 0.1}, {"enable_gqa": True}])
+def test_attention_with_causality_dropout_or_grouped_heads_is_not_covered(kwargs):
+    q = torch.randn(2, 4, 5, 8)
+    with pytest.raises(NotCovered):
+        _desc(_Attention(**kwargs), q, q, q)
