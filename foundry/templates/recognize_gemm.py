@@ -2,7 +2,9 @@
 (torch.matmul / torch.mm / torch.bmm / `@`), either operand possibly transposed in the
 last two dims (`.T`, `.t()`, `.mT`, `.transpose`, `.permute`), into a `Gemm`. A first
 operand of more than three dims times a matrix (matmul, or an einsum such as
-"bijl,lk->bijk") is one product over its flattened leading dims."""
+"bijl,lk->bijk") is one product over its flattened leading dims; two operands of more
+than three dims with the same leading dims (attention's `scores @ values`) are one
+batched product over those dims flattened."""
 
 from __future__ import annotations
 
@@ -105,8 +107,8 @@ def describe_gemm(gm: fx.GraphModule) -> Description | None:
     """The Description of a traced forward that is exactly one matrix product of two of
     its inputs; None when the forward computes anything else. Raises NotCovered when it is
     such a product (of inputs, permuted or not) in a form the template does not take (a
-    1-D operand, 4-D and more, a permutation other than a transpose, integer or mixed
-    dtypes)."""
+    1-D operand, 4-D and more with other leading dims, a permutation other than a
+    transpose, integer or mixed dtypes)."""
     nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output")]
     products = [n for n in nodes if _is_product(n)]
     out = next(n for n in gm.graph.nodes if n.op == "output")
@@ -126,9 +128,10 @@ def describe_gemm(gm: fx.GraphModule) -> Description | None:
     if len(sa) < 2 or len(sb) < 2:
         raise NotCovered("a matrix-vector product (a 1-D operand) is not covered by the matrix-product template")
     flat = len(sa) > 3 and len(sb) == 2 and not trans_a
-    if max(len(sa), len(sb)) > 3 and not flat:
-        raise NotCovered("the matrix-product template takes 2-D and 3-D (batched) operands, or an N-D first "
-                         "operand (not transposed) times a matrix")
+    stacked = len(sa) > 3 and len(sb) == len(sa) and tuple(sa[:-2]) == tuple(sb[:-2])
+    if max(len(sa), len(sb)) > 3 and not (flat or stacked):
+        raise NotCovered("the matrix-product template takes 2-D and 3-D (batched) operands, N-D operands with "
+                         "the same leading dims, or an N-D first operand (not transposed) times a matrix")
     da, db = (dtype_of(x) for x in operands)
     if da != db or da not in FLOATS:
         raise NotCovered(f"the matrix-product template reads operands of one dtype among {', '.join(FLOATS)} "
@@ -138,10 +141,17 @@ def describe_gemm(gm: fx.GraphModule) -> Description | None:
         gemm = Gemm(a=a, b=b, trans_b=trans_b, dtype=da, m=math.prod(int(d) for d in sa[:-1]),
                     n=int(sb[-1]), k=int(sa[-1]))
         call = f"self._gemm({a}.reshape(-1, {a}.shape[-1]), {b}).view(*{a}.shape[:-1], -1)"
+    elif stacked:  # a batched product over the leading dims both share, flattened, viewed back
+        gemm = Gemm(a=a, b=b, trans_a=trans_a, trans_b=trans_b, dtype=da, batch=math.prod(int(d) for d in sa[:-2]),
+                    m=int(sa[-2]), n=int(sb[-1]), k=int(sa[-1]))
+        flat_a, flat_b = (f"{x}.reshape(-1, *{x}.shape[-2:])" for x in (a, b))
+        call = (f"product = self._gemm({flat_a}, {flat_b})\n"
+                f"    return product.view(*{a}.shape[:-2], *product.shape[-2:])")
     else:
         batch = max(s[0] if len(s) == 3 else 1 for s in (sa, sb))  # torch checked they broadcast
         gemm = Gemm(a=a, b=b, trans_a=trans_a, trans_b=trans_b, dtype=da, batch=batch,
                     m=int(sa[-2]), n=int(sb[-1]), k=int(sa[-1]))
         call = f"self._gemm({a}, {b})"
-    fwd = f"def forward(self, {', '.join(places)}):\n    return {call}\n"
+    body = call if stacked else f"return {call}"
+    fwd = f"def forward(self, {', '.join(places)}):\n    {body}\n"
     return Description(regions=(), forward_src=fwd, gemm=gemm)

@@ -20,6 +20,10 @@ GEMM_CASES = [
     ("column", "return A @ B", "[torch.randn(40, 300), torch.randn(300, 1)]"),
     ("four_d_times_matrix", "return torch.matmul(A, B)", "[torch.randn(2, 3, 5, 45), torch.randn(45, 19)]"),
     ("einsum", 'return torch.einsum("bijl,lk->bijk", A, B)', "[torch.randn(2, 3, 5, 45), torch.randn(45, 19)]"),
+    ("four_d_stacked", "return torch.matmul(A, B)", "[torch.randn(2, 3, 21, 45), torch.randn(2, 3, 45, 19)]"),
+    ("four_d_stacked_trans_b", "return A @ B.transpose(-2, -1)", "[torch.randn(2, 3, 21, 45), torch.randn(2, 3, 19, 45)]"),
+    ("five_d_stacked_trans_a", "return torch.matmul(A.mT, B)",
+     "[torch.randn(2, 2, 3, 45, 21), torch.randn(2, 2, 3, 45, 19)]"),
 ]
 
 # (name, module constructor, input)

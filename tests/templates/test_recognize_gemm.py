@@ -60,6 +60,7 @@ def test_half_operands_are_a_gemm_of_their_dtype():
 @pytest.mark.parametrize("fn,shapes,why", [
     (lambda A, B: A @ B, [(5, 7), (7,)], "matrix-vector"),
     (lambda A, B: A @ B, [(2, 2, 5, 7), (2, 7, 3)], "2-D and 3-D"),
+    (lambda A, B: A @ B, [(2, 2, 5, 7), (1, 2, 7, 3)], "the same leading dims"),  # a broadcast batch dim
     (lambda A, B: torch.einsum("bij,bjk->bik", A, B), [(2, 5, 7), (2, 7, 3)], "not a tensor times a matrix"),
     (lambda A, B: torch.einsum("bijl,kl->bijk", A, B), [(2, 4, 5, 7), (3, 7)], "not a tensor times a matrix"),
     (lambda A, B: torch.einsum("...l,lk->...k", A, B), [(2, 4, 5, 7), (7, 3)], "not a tensor times a matrix"),
@@ -75,6 +76,12 @@ def test_a_tensor_times_a_matrix_is_one_product_over_its_leading_dims(fn):
     d = describe(_Fn(fn), [torch.randn(2, 4, 5, 7), torch.randn(7, 3)])
     assert (d.gemm.m, d.gemm.n, d.gemm.k, d.gemm.batch) == (40, 3, 7, 1)
     assert "self._gemm(A.reshape(-1, A.shape[-1]), B).view(*A.shape[:-1], -1)" in d.forward_src
+
+
+def test_operands_with_the_same_leading_dims_are_one_batched_product():
+    d = describe(_Fn(lambda A, B: A @ B.mT), [torch.randn(2, 4, 5, 7), torch.randn(2, 4, 3, 7)])
+    assert (d.gemm.batch, d.gemm.m, d.gemm.n, d.gemm.k, d.gemm.trans_b) == (8, 5, 3, 7, True)
+    assert "self._gemm(A.reshape(-1, *A.shape[-2:]), B.reshape(-1, *B.shape[-2:]))" in d.forward_src
 
 
 def test_integer_operands_are_not_a_gemm():
