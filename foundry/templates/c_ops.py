@@ -125,6 +125,8 @@ def c_pointwise(ins: Instr, a: list) -> str:
     if op in unary:
         return unary[op].format(x)
     y = a[1]
+    if op == "masked_fill_eq":
+        return f"({y} == {_f(ins.attr('c'))} ? {_f(ins.attr('v'))} : {x})"
     binary = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
               "maximum": "(({0}) != ({0}) || ({0}) > ({1}) ? ({0}) : ({1}))",
               "minimum": "(({0}) != ({0}) || ({0}) < ({1}) ? ({0}) : ({1}))"}

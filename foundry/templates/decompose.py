@@ -18,7 +18,9 @@ templates know, with views (movement ops) where parameters must broadcast.
 - F.cosine_similarity(a, b, dim, eps): sum(a * b) / (max(|a|, eps) * max(|b|, eps)), three
   reductions over dim (torch divides by the norms before the sum: equal within rounding);
 - F.scaled_dot_product_attention(q, k, v, scale=s) without a mask, dropout, causality or
-  grouped heads: softmax((q @ k^T) * s, -1) @ v, s = 1 / sqrt(q's last dim) by default.
+  grouped heads: softmax((q @ k^T) * s, -1) @ v, s = 1 / sqrt(q's last dim) by default;
+- x.masked_fill(m == c, v) (a causal mask read from a float32 buffer, as in GPT-style
+  attention), c and v numbers: one pointwise op, ops.masked_fill_eq(x, m, c, v).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ import torch.fx as fx
 import torch.nn as nn
 import torch.nn.functional as F
 
-from foundry.templates.fxutil import shape_of
+from foundry.templates.fxutil import dtype_of, shape_of
+from foundry.templates.ops import masked_fill_eq
 
 _BN = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 FX_CONSTANT = "_tensor_constant"  # torch.fx's name for a tensor made in the traced forward
@@ -66,7 +69,7 @@ def decompose(gm: fx.GraphModule) -> bool:
             continue
         if _bound_by_constant(node, gm) or _mse_loss(node, graph) or _robust_loss(node, graph) or _kl_div(node, graph) \
                 or _triplet_margin_loss(node, graph) or _cosine_similarity(node, graph) \
-                or _attention(node, graph):
+                or _attention(node, graph) or _masked_fill_eq(node, graph):
             changed = True
             continue
         bn = _batch_norm_args(node, modules, graph)
@@ -295,6 +298,26 @@ def _attention(node, graph) -> bool:
         scaled = graph.call_function(operator.mul, (scores, float(scale if scale is not None else sq[-1] ** -0.5)))
         weights = graph.call_function(torch.softmax, (scaled,), {"dim": -1})
         out = graph.call_function(torch.matmul, (weights, v))
+    return _replaced(graph, node, out)
+
+
+def _is_call(node, functions: tuple, method: str) -> bool:
+    return isinstance(node, fx.Node) and ((node.op == "call_function" and node.target in functions)
+                                          or (node.op == "call_method" and node.target == method))
+
+
+def _masked_fill_eq(node, graph) -> bool:
+    if not _is_call(node, (torch.masked_fill,), "masked_fill") or node.kwargs or len(node.args) != 3:
+        return False
+    x, mask, value = node.args
+    if not _is_call(mask, (torch.eq, operator.eq), "eq") or mask.kwargs or len(mask.args) != 2:
+        return False
+    m, c = mask.args
+    numbers = all(isinstance(n, (int, float)) and not isinstance(n, bool) for n in (c, value))
+    if not numbers or dtype_of(m) != "float32" or len(mask.users) != 1:
+        return False
+    with graph.inserting_before(node):
+        out = graph.call_function(masked_fill_eq, (x, m, float(c), float(value)))
     return _replaced(graph, node, out)
 
 

@@ -20,7 +20,14 @@ UNARY = ("relu", "sigmoid", "tanh", "gelu", "silu", "mish", "hardswish", "hardsi
          "hardtanh", "elu", "selu", "softplus", "softsign", "leaky_relu", "clamp", "exp",
          "log", "sqrt", "rsqrt", "abs", "neg", "reciprocal", "identity")
 BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "pow")
-POINTWISE = UNARY + BINARY
+MASKED = ("masked_fill_eq",)  # (x, m) -> v where m == c, else x (attrs c, v)
+POINTWISE = UNARY + BINARY + MASKED
+
+
+def masked_fill_eq(x: torch.Tensor, m: torch.Tensor, c: float, v: float) -> torch.Tensor:
+    """`x.masked_fill(m == c, v)`, one pointwise op of the templates (decompose.py writes
+    the pair as this call, so the comparison needs no boolean value of its own)."""
+    return x.masked_fill(m == c, v)
 
 
 def _fns(*names_and_objs):
@@ -49,6 +56,7 @@ _FUNCS = _fns(
     ("div", [torch.div, torch.divide, torch.true_divide, operator.truediv]),
     ("maximum", [torch.maximum]), ("minimum", [torch.minimum]),
     ("pow", [torch.pow, operator.pow]), ("identity", [F.dropout]),
+    ("masked_fill_eq", [masked_fill_eq]),
 )
 _METHODS = {m: m for m in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "rsqrt", "abs",
                            "neg", "reciprocal", "add", "sub", "mul", "div", "clamp", "pow")}
@@ -96,6 +104,9 @@ def pointwise_of(node, modules: dict) -> PointwiseCall | None:
     if name is None:
         return None
     x = node.args[0] if node.args else node.kwargs.get("input")
+    if name == "masked_fill_eq":
+        x, m, c, v = node.args
+        return PointwiseCall(name, (x, m), (("c", float(c)), ("v", float(v))))
     if name in BINARY:
         y = _arg(node, 1, "other", _arg(node, 1, "exponent"))
         if name in ("add", "sub") and _arg(node, 2, "alpha", 1) != 1:

@@ -76,6 +76,8 @@ def triton_pointwise(ins: Instr, a: list) -> str:
     if op in unary:
         return unary[op].format(x)
     y = a[1]
+    if op == "masked_fill_eq":
+        return f"tl.where({y} == {_f(ins.attr('c'))}, {_f(ins.attr('v'))}, {x})"
     binary = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
               "maximum": _max("{}", "{}"), "minimum": _min("{}", "{}")}
     if op in binary:

@@ -27,7 +27,8 @@ def judge():
     ("softmax_rows", "c", "fused"), ("cumsum_reverse", "c", "fused"), ("sum_dim1", "triton", "fused"),
     ("conv_relu_avgpool", "c", "fused"), ("conv_relu_avgpool", "c", "conv"), ("conv_relu_avgpool", "triton", "fused"),
     ("conv_relu_avgpool", "triton", "conv"), ("gemm_gelu_bias", "triton", "matmul"),
-    ("gemm_gelu_bias", "triton", "linear"), ("attention", "c", "fused"), ("attention", "triton", "fused")])
+    ("gemm_gelu_bias", "triton", "linear"), ("attention", "c", "fused"), ("attention", "triton", "fused"),
+    ("causal_scores", "c", "fused"), ("causal_scores", "triton", "fused")])
 def test_template_candidate_passes_every_guard(judge, name, backend, variant):
     folder = EXPLOIT_TASKS if name == "attention" else TASKS  # attention: the exploit tests' task too
     task = load_task(folder / f"{name}.py", profile="small")
