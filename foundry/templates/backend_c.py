@@ -45,8 +45,10 @@ def tunable_for(desc: Description) -> dict:
 
 def why_not_c(desc: Description) -> str | None:
     """Why the c templates do not take `desc` (None when they do): they compute float32
-    tasks only, have no matrix-product kernel, and no transposed-convolution one."""
-    if desc.gemm is not None:
+    tasks only, have no matrix-product kernel (for a lone product, or products whose
+    regions only pass values on, as a Linear and a dropout that drops nothing), and no
+    transposed-convolution one."""
+    if desc.products_only:
         return "the c templates have no matrix-product kernel; the triton template takes it"
     if desc.convs:
         why = why_not_c_convs(desc.convs)

@@ -64,7 +64,8 @@ def variants_for(desc: Description) -> tuple:
     reads its operands and writes its output as float32), then the Linear-kernels one where
     a float32 forward keeps nn.Linear modules next to its regions (each at 1.4-1.5x over
     torch.compile on KernelBench's Linear tasks, where `fused` left the product to torch
-    at 1.0x), then `fused`, then the convolution-kernels one where the Triton convolution
+    at 1.0x), then `fused` (unless the Linear kernels do all the work and `fused` would leave
+    it to the library), then the convolution-kernels one where the Triton convolution
     kernels take every convolution module the forward calls (against the library's, they
     ran at 0.44-1.42x of eager on KernelBench's level-1 convolutions, by shape)."""
     names = []
@@ -72,7 +73,8 @@ def variants_for(desc: Description) -> tuple:
         names.append("matmul")
     if desc.gemm is None and not desc.convs and linear_targets(desc):
         names.append("linear")
-    names.append("fused")
+    if not desc.products_only or not names:  # `fused` would leave every product to the library
+        names.append("fused")
     if desc.gemm is None and not desc.convs and desc.prologue_convs:
         names.append("conv")
     return tuple(names)

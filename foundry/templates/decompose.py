@@ -20,7 +20,9 @@ templates know, with views (movement ops) where parameters must broadcast.
 - F.scaled_dot_product_attention(q, k, v, scale=s) without a mask, dropout, causality or
   grouped heads: softmax((q @ k^T) * s, -1) @ v, s = 1 / sqrt(q's last dim) by default;
 - x.masked_fill(m == c, v) (a causal mask read from a float32 buffer, as in GPT-style
-  attention), c and v numbers: one pointwise op, ops.masked_fill_eq(x, m, c, v).
+  attention), c and v numbers: one pointwise op, ops.masked_fill_eq(x, m, c, v);
+- a forward that is one nn.Linear call: the call followed by an identity (F.dropout with
+  p=0), an empty epilogue for the matmul templates.
 """
 
 from __future__ import annotations
@@ -95,10 +97,26 @@ def decompose(gm: fx.GraphModule) -> bool:
         node.replace_all_uses_with(y)
         graph.erase_node(node)
         changed = True
+    changed |= _lone_linear_as_epilogue(graph, modules)
     if changed:
         graph.eliminate_dead_code()
         gm.recompile()
     return changed
+
+
+def _lone_linear_as_epilogue(graph, modules) -> bool:
+    """A forward that is one nn.Linear call and nothing else gets an identity after it (a
+    dropout that drops nothing), so the matmul templates take it as a Linear with an empty
+    epilogue."""
+    work = [n for n in graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
+    out = next(n for n in graph.nodes if n.op == "output")
+    if len(work) != 1 or out.args[0] is not work[0] or work[0].op != "call_module" \
+            or type(modules.get(work[0].target)) is not nn.Linear:
+        return False
+    with graph.inserting_after(work[0]):
+        identity = graph.call_function(F.dropout, (work[0], 0.0, False))
+    out.args = (identity,)
+    return True
 
 
 REDUCTIONS = ("none", "mean", "sum")  # a loss's reductions written here (kl_div also "batchmean")

@@ -268,6 +268,14 @@ class Description:
     prologue_convs: tuple = ()  # of Conv: the convolution prologues (template "conv")
 
     @property
+    def products_only(self) -> bool:
+        """Whether all the work is the library products the forward calls (its regions, if
+        any, only pass values on, as a dropout that drops nothing after a Linear): a
+        candidate must compute those products in kernels of its own."""
+        return self.gemm is not None or (bool(self.prologues) and all(
+            r.row is None and r.post is None and all(i.op == "identity" for i in r.pre.body) for r in self.regions))
+
+    @property
     def families(self) -> tuple:
         names = {r.family for r in self.regions}
         if self.gemm is not None:
