@@ -28,7 +28,7 @@ def judge():
     ("conv_relu_avgpool", "c", "fused"), ("conv_relu_avgpool", "c", "conv"), ("conv_relu_avgpool", "triton", "fused"),
     ("conv_relu_avgpool", "triton", "conv"), ("gemm_gelu_bias", "triton", "matmul"),
     ("gemm_gelu_bias", "triton", "linear"), ("attention", "c", "fused"), ("attention", "triton", "fused"),
-    ("causal_scores", "c", "fused"), ("causal_scores", "triton", "fused"), ("lone_linear", "triton", "linear")])
+    ("causal_scores", "c", "fused"), ("causal_scores", "triton", "fused")])
 def test_template_candidate_passes_every_guard(judge, name, backend, variant):
     folder = EXPLOIT_TASKS if name == "attention" else TASKS  # attention: the exploit tests' task too
     task = load_task(folder / f"{name}.py", profile="small")
@@ -39,11 +39,19 @@ def test_template_candidate_passes_every_guard(judge, name, backend, variant):
     assert r.runtime_ms and r.runtime_ms > 0
 
 
-def test_a_lone_linear_has_no_c_template_and_only_its_own_product_on_triton():
-    """`fused` would leave the product to the library, which the judge refuses where the
-    task is only that product; the c templates have no product kernel."""
+def test_a_lone_linear_is_judged_on_its_own_product(judge, tmp_path):
+    """A forward that is one nn.Linear: on Triton only the Linear kernels' candidate (a
+    `fused` one would leave the product to the library, which the judge refuses where the
+    task is only that product), and it passes every guard; the c templates have no product
+    kernel."""
+    from tests.templates.helpers import make_task
     from foundry.templates.backend_c import why_not_c
     from foundry.templates.engine import describe_task, variants
-    task = load_task(TASKS / "lone_linear.py", profile="small")
+    task = make_task(tmp_path, "lone_linear", forward="return self.linear0(x)", sig="x",
+                     init="self.linear0 = nn.Linear(40, 24)", inputs="[torch.randn(2, 12, 40)]")
     assert variants(task, "triton") == ("linear",)
     assert "no matrix-product kernel" in why_not_c(describe_task(task))
+    cand = Candidate.make(task_id=task.task_id, source=emit(task, backend="triton", variant="linear"),
+                          backend="triton", origin="template")
+    r = judge.evaluate(task=task, candidate=cand)
+    assert r.flags == () and r.correct, r.error
