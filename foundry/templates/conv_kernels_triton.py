@@ -210,6 +210,19 @@ def _conv_depthwise(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
 
 
 @triton.jit
+def _tap_source(o, k, P, DL, S, size, TRANSPOSED: tl.constexpr):
+    """(input index, in range) that output positions `o` read at tap `k` along one dim
+    (padding P, dilation DL, stride S, input `size`); a transposed convolution's output
+    reads only the inputs its stride lands on."""
+    if TRANSPOSED:
+        t = o + P - k * DL
+        xi = t // S
+        return xi, (t >= 0) & (t % S == 0) & (xi < size)
+    xi = o * S - P + k * DL
+    return xi, (xi >= 0) & (xi < size)
+
+
+@triton.jit
 def _conv_depthwise_tiles(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MULT,
                           KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr,
                           SH: tl.constexpr, SW: tl.constexpr, PD: tl.constexpr, PH: tl.constexpr,
@@ -238,29 +251,11 @@ def _conv_depthwise_tiles(x, w, bias, out, C_IN, D, H, W, C_OUT, OD, OH, OW, MUL
     acc = tl.zeros([TILE_H, TILE_W], dtype=tl.float32)
     depth = oh * 0 + od  # the plane's depth, as a row vector (a scalar mask does not broadcast everywhere)
     for kd in tl.static_range(KD):
-        if TRANSPOSED:
-            td = depth + PD - kd * DD
-            xd = td // SD
-            d_in = (td >= 0) & (td % SD == 0) & (xd < D)
-        else:
-            xd = depth * SD - PD + kd * DD
-            d_in = (xd >= 0) & (xd < D)
+        xd, d_in = _tap_source(depth, kd, PD, DD, SD, D, TRANSPOSED)
         for kh in tl.static_range(KH):
-            if TRANSPOSED:
-                th = oh + PH - kh * DH
-                xh = th // SH
-                h_in = (th >= 0) & (th % SH == 0) & (xh < H)
-            else:
-                xh = oh * SH - PH + kh * DH
-                h_in = (xh >= 0) & (xh < H)
+            xh, h_in = _tap_source(oh, kh, PH, DH, SH, H, TRANSPOSED)
             for kw in tl.static_range(KW):
-                if TRANSPOSED:
-                    tw = ow + PW - kw * DW
-                    xw = tw // SW
-                    w_in = (tw >= 0) & (tw % SW == 0) & (xw < W)
-                else:
-                    xw = ow * SW - PW + kw * DW
-                    w_in = (xw >= 0) & (xw < W)
+                xw, w_in = _tap_source(ow, kw, PW, DW, SW, W, TRANSPOSED)
                 inside = ((d_in & h_in)[:, None] & w_in[None, :]) & out_in
                 v = tl.load(x_plane + (xd * H + xh)[:, None] * W + xw[None, :], mask=inside, other=0.0)
                 acc += v.to(tl.float32) * tl.load(w_taps + (kd * KH + kh) * KW + kw).to(tl.float32)
