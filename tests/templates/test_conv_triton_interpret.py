@@ -138,23 +138,30 @@ TAPS_CASES = [
 ]
 
 
-@pytest.mark.parametrize("name,module,x", TAPS_CASES, ids=[c[0] for c in TAPS_CASES])
-def test_taps_outermost_matches_torch(tmp_path, name, module, x):
+def _switch_on_matches_torch(tmp_path, name, module, x, *, switch: str, params: dict, others: tuple):
+    """The convolution's candidate with the off-by-default `switch` on matches torch, and
+    none of the kernels `others` (the ones the switch replaces) is launched."""
     task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                      inputs=f"[{x}]", sig="x")
     source = emit(task, backend="triton")
-    assert "'TAPS': [0, 1]" in source
+    assert f"'{switch}': [0, 1]" in source
     model, init, inputs = reference_and_inputs(task, seed=7)
-    mod = load_candidate(source, {**BLOCKS, "BLOCK_K": 16, "TAPS": 1})
+    mod = load_candidate(source, {**BLOCKS, **params, switch: 1})
 
     def other_kernel(*args, **kwargs):
-        raise AssertionError("TAPS on: the taps kernel should have run")
-    for name in ("_conv", "_conv_transposed", "_conv_transposed_rows"):
-        setattr(mod, name, other_kernel)
+        raise AssertionError(f"{switch} on: its own kernel should have run")
+    for kernel in others:
+        setattr(mod, kernel, other_kernel)
     torch.manual_seed(7)
     new = mod.ModelNew(*init)
     with torch.no_grad():
         assert_close(model(*inputs), new(*inputs), **TOL)
+
+
+@pytest.mark.parametrize("name,module,x", TAPS_CASES, ids=[c[0] for c in TAPS_CASES])
+def test_taps_outermost_matches_torch(tmp_path, name, module, x):
+    _switch_on_matches_torch(tmp_path, name, module, x, switch="TAPS", params={"BLOCK_K": 16},
+                             others=("_conv", "_conv_transposed", "_conv_transposed_rows"))
 
 
 def test_taps_is_offered_only_where_it_changes_the_kernel(tmp_path):
@@ -180,17 +187,4 @@ DEPTHWISE = [c for c in CASES if eval(c[1], {"nn": torch.nn}).in_channels // eva
 
 @pytest.mark.parametrize("name,module,x", DEPTHWISE, ids=[c[0] for c in DEPTHWISE])
 def test_depthwise_by_tiles_matches_torch(tmp_path, name, module, x):
-    task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
-                     inputs=f"[{x}]", sig="x")
-    source = emit(task, backend="triton")
-    assert "'DW_TILE': [0, 1]" in source
-    model, init, inputs = reference_and_inputs(task, seed=7)
-    mod = load_candidate(source, {**BLOCKS, "DW_TILE": 1})
-
-    def other_kernel(*args, **kwargs):
-        raise AssertionError("DW_TILE on: the tiled depthwise kernel should have run")
-    mod._conv_depthwise = other_kernel
-    torch.manual_seed(7)
-    new = mod.ModelNew(*init)
-    with torch.no_grad():
-        assert_close(model(*inputs), new(*inputs), **TOL)
+    _switch_on_matches_torch(tmp_path, name, module, x, switch="DW_TILE", params={}, others=("_conv_depthwise",))
