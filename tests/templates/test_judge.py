@@ -4,14 +4,11 @@ import pytest
 
 from tests.templates.helpers import TASKS
 
-from pathlib import Path
-
 from foundry.tasks import load_task
 from foundry.templates.engine import emit
 from foundry.types import Candidate
 
 evaluate = pytest.importorskip("foundry.evaluate")
-EXPLOIT_TASKS = Path(__file__).parents[1] / "exploits" / "tasks"
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +27,7 @@ def judge():
     ("gemm_gelu_bias", "triton", "linear"), ("attention", "c", "fused"), ("attention", "triton", "fused"),
     ("causal_scores", "c", "fused"), ("causal_scores", "triton", "fused")])
 def test_template_candidate_passes_every_guard(judge, name, backend, variant):
-    folder = EXPLOIT_TASKS if name == "attention" else TASKS  # attention: the exploit tests' task too
-    task = load_task(folder / f"{name}.py", profile="small")
+    task = load_task(TASKS / f"{name}.py", profile="small")
     cand = Candidate.make(task_id=task.task_id, source=emit(task, backend=backend, variant=variant),
                           backend=backend, origin="template")
     r = judge.evaluate(task=task, candidate=cand)
