@@ -79,11 +79,18 @@ def conv_tunable(convs: tuple) -> dict:
             # transposed convolutions within 1%; the 1-D and 2-D ones are faster at 256)
             tun.update(BLOCK_M=default_first(128, tun["BLOCK_M"]))
     tun.update(dot_precision_tunable(chain_dtype(convs)))
-    if any(taps_apply(c) for c in convs):
-        tun["TAPS"] = [0, 1]
+    taps = [c for c in convs if taps_apply(c)]
+    if taps:
+        # on first where every convolution it changes is transposed (an H100, in-process, the
+        # chain's other defaults: level1/57 15.9 vs 66.9 ms, 64 15.5 vs 44.0, 65 9.1 vs 35.7,
+        # 69 18.8 vs 62.5, 70 48.0 vs 95.9, 74 3.3 vs 11.4); off first for standard ones
+        # (level1/55 23.1 vs 19.6 ms, 67 9.1 vs 6.5)
+        tun["TAPS"] = [1, 0] if all(c.transposed for c in taps) else [0, 1]
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
-        tun["DW_TILE"] = [0, 1]  # off until timed on a GPU
+        # off first: on an H100, in-process, within 6% either way (level1/82 1.61 vs 1.64 ms,
+        # 84 5.94 vs 6.26, 85 1.70 vs 1.59)
+        tun["DW_TILE"] = [0, 1]
     return tun
 
 
