@@ -13,7 +13,7 @@ from typing import Any
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, known_degeneracy, minimal_check
-from foundry.evaluate.device_memory import release
+from foundry.evaluate.device_memory import OOM_RETRY_WAIT_S, release
 from foundry.evaluate.job_plan import TIMING_SETS, is_large
 from foundry.evaluate.phases import PhaseTimes
 from foundry.evaluate.reference import ReferenceRunner
@@ -54,15 +54,30 @@ class TaskSetup:
         if key in self._too_large:
             raise TaskTooLarge(self._too_large[key])
         if key not in self._ops:
-            with (phases or PhaseTimes()).measure("task_setup"), self.gate.shared():
-                if self.config.device == "cuda":
-                    try:
-                        self._ops[key] = self._setup_on_device(task)
-                    finally:  # its full-size forward's blocks: not left cached here
-                        self._release()
-                else:
+            phases = phases or PhaseTimes()
+            if self.config.device != "cuda":
+                with phases.measure("task_setup"), self.gate.shared():
                     self._ops[key] = self._setup_sized_first(task)
+            else:
+                try:
+                    self._ops[key] = self._device_setup(task, phases, crowded_ok=True)
+                except _Crowded:
+                    # its forward ran out of device memory beside other lanes' evaluations,
+                    # though one evaluation fits: once the reservations held now have ended,
+                    # again with the lanes' device memory reserved whole (outside the shared
+                    # section: the lanes holding memory need their timed sections to finish)
+                    with phases.measure("device_memory_wait"):
+                        self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
+                    with self.gate.memory(self.gate.capacity_bytes):
+                        self._ops[key] = self._device_setup(task, phases, crowded_ok=False)
         return self._ops[key]
+
+    def _device_setup(self, task: Task, phases: PhaseTimes, *, crowded_ok: bool) -> frozenset:
+        with phases.measure("task_setup"), self.gate.shared():
+            try:
+                return self._setup_on_device(task, crowded_ok=crowded_ok)
+            finally:  # its full-size forward's blocks: not left cached here
+                self._release()
 
     def _setup_sized_first(self, task: Task) -> frozenset:
         """Host memory: size the task on the meta device before anything is allocated (a
@@ -75,11 +90,13 @@ class TaskSetup:
                                         "reference_ops_s": round(time.monotonic() - t1, 4)}
         return ops
 
-    def _setup_on_device(self, task: Task) -> frozenset:
+    def _setup_on_device(self, task: Task, *, crowded_ok: bool = False) -> frozenset:
         """GPU memory: record the ops on the device first (its sizes come with it; an
         allocation too large is an exception there), then check that a whole evaluation
         fits. Only a failed forward pays for sizing on the meta device, whose first use
-        imports much of torch."""
+        imports much of torch. A forward out of device memory where one evaluation fits
+        raises _Crowded when `crowded_ok` (other lanes' work may hold the memory), else
+        makes the task too large."""
         key = task.source_hash
         t0 = time.monotonic()
         try:
@@ -90,8 +107,11 @@ class TaskSetup:
             self.parts[key] = {"reference_ops_s": round(t1 - t0, 4),
                                "fit_check_s": round(time.monotonic() - t1, 4)}
             if _out_of_memory(e):
+                if crowded_ok:
+                    raise _Crowded() from None
                 self._too_large[key] = (f"task {task.task_id}: its reference forward ran out of device "
-                                        f"memory ({type(e).__name__}: {str(e)[:300]})")
+                                        f"memory with the lanes' device memory reserved whole "
+                                        f"({type(e).__name__}: {str(e)[:300]})")
                 raise TaskTooLarge(self._too_large[key]) from None
             return frozenset()  # a failing task is reported by the worker
         t1 = time.monotonic()
@@ -222,6 +242,10 @@ class TaskSetup:
             return judge_degeneracy(task, atol=atol, rtol=rtol, **self._degeneracy_options())
         except Exception:  # noqa: BLE001 - e.g. out of memory: the judge's own outputs decide
             return None
+
+
+class _Crowded(Exception):
+    """The reference forward ran out of device memory where one evaluation fits."""
 
 
 # per (task, tolerance): lanes of one process judge a task's degeneracy one at a time
