@@ -5,7 +5,7 @@ shapes; for lone products also the first tile without the K-contiguous copy; for
 convolutions also the first tile of each F32_DOT with one output phase per program
 (ALL_PHASES off), which changes only a strided transposed convolution, and each tf32x3
 tile with the kernel taps outermost (TAPS on) where the convolution has it; with
---switches, only each convolution's defaults and each off-by-default kernel switched on) in-process
+--switches, only each convolution's defaults and each kernel switch flipped) in-process
 (CUDA events, L2 flushed, median of 30, TF32 off as the judge runs it) beside eager and
 torch.compile, and print every configuration's time and the best.
 It picks template defaults; the judge's figures come from the main job.
@@ -28,7 +28,7 @@ from task_args import add_task_arguments, selected_tasks
 TILES = [(128, 128, 32, 8, 3), (128, 128, 32, 4, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4),
          (256, 128, 32, 8, 3), (128, 128, 64, 8, 2)]
 IEEE_TILES = [(64, 64, 32, 4, 3)]
-# the convolution template's off-by-default kernels (0 first in their TUNABLE)
+# the convolution template's kernel switches (0 or 1 first in their TUNABLE)
 CONV_SWITCHES = ("TAPS", "DW_TILE")
 
 
@@ -66,8 +66,8 @@ def main() -> int:
     ap.add_argument("--out", default="")
     ap.add_argument("--tiles", type=int, default=len(TILES), help="time only the first N of TILES")
     ap.add_argument("--switches", action="store_true",
-                    help="only convolutions with an off-by-default switch (TAPS, DW_TILE): each at its default "
-                         "parameters, then with each switch on")
+                    help="only convolutions with a kernel switch (TAPS, DW_TILE): each at its default "
+                         "parameters, then with each switch flipped")
     a = ap.parse_args()
     import torch
     if not torch.cuda.is_available():
@@ -104,7 +104,7 @@ def main() -> int:
             continue
         if a.switches:
             defaults = {k: v[0] for k, v in space.items()}
-            chosen = [defaults] + [{**defaults, name: 1} for name in switches]
+            chosen = [defaults] + [{**defaults, name: 1 - int(defaults[name])} for name in switches]
         else:
             chosen = list(configs(family, taps="TAPS" in space, tiles=a.tiles))
         for params in chosen:

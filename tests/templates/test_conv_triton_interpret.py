@@ -139,12 +139,13 @@ TAPS_CASES = [
 
 
 def _switch_on_matches_torch(tmp_path, name, module, x, *, switch: str, params: dict, others: tuple):
-    """The convolution's candidate with the off-by-default `switch` on matches torch, and
-    none of the kernels `others` (the ones the switch replaces) is launched."""
+    """The convolution's candidate offers `switch` (on or off first); with it on, it
+    matches torch, and none of the kernels `others` (the ones the switch replaces) is
+    launched."""
     task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                      inputs=f"[{x}]", sig="x")
     source = emit(task, backend="triton")
-    assert f"'{switch}': [0, 1]" in source
+    assert f"'{switch}': [0, 1]" in source or f"'{switch}': [1, 0]" in source
     model, init, inputs = reference_and_inputs(task, seed=7)
     mod = load_candidate(source, {**BLOCKS, **params, switch: 1})
 

@@ -199,5 +199,6 @@ def test_kernelbench_level2_convolutions_with_conv_kernels_compile_for_hopper():
     assert len(paths) >= 10, paths
     rows = compile_for_hopper([{"path": p, "profile": "full", "variant": "conv"} for p in paths])
     assert not failures(rows), failures(rows)
-    assert all({"_conv", "_conv_transposed", "_conv_transposed_rows", "_conv_depthwise"} & {name for name, _ in r["kernels"]}
+    assert all({"_conv", "_conv_taps", "_conv_transposed", "_conv_transposed_rows", "_conv_depthwise"}
+               & {name for name, _ in r["kernels"]}
                for r in rows), rows

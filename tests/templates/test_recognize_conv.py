@@ -147,6 +147,17 @@ def test_a_strided_transposed_convolution_runs_all_phases_with_one_pipeline_stag
     assert plain_3d["BLOCK_M"][0] == 256 and "ALL_PHASES" not in plain_3d
 
 
+def test_taps_is_on_first_where_every_convolution_it_changes_is_transposed():
+    transposed = conv_tunable(_describe(nn.ConvTranspose2d(64, 32, 3), shape=(1, 64, 6, 7)).convs)
+    assert transposed["TAPS"] == [1, 0]
+    standard = conv_tunable(_describe(nn.Conv2d(64, 32, 3), shape=(1, 64, 6, 7)).convs)
+    assert standard["TAPS"] == [0, 1]
+    both = conv_tunable(_describe(nn.ConvTranspose2d(64, 32, 3), nn.Conv2d(32, 32, 3), shape=(1, 64, 6, 7)).convs)
+    assert both["TAPS"] == [0, 1]
+    # a strided transposed convolution is not changed by TAPS: no switch, whatever its channels
+    assert "TAPS" not in conv_tunable(_describe(nn.ConvTranspose2d(64, 32, 3, stride=2), shape=(1, 64, 6, 7)).convs)
+
+
 def test_the_c_backend_takes_a_standard_convolution_and_says_it_has_no_transposed_one():
     assert why_not_c(_describe(nn.Conv2d(2, 2, 3), shape=(1, 2, 8, 8))) is None
     d = _describe(nn.ConvTranspose2d(2, 2, 3), shape=(1, 2, 8, 8))
