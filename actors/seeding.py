@@ -35,7 +35,8 @@ class SeedService:
                  store: Any = None, gate: Any = None):
         """`gate`: the evaluator's DeviceGate. A seed's process is registered with it, so
         a lane's timed section stops it as it stops other lanes' workers, and it reserves
-        device memory for one forward of the task, as a screen does."""
+        device memory for one forward of the task, as a screen does; a seed that ran out
+        of device memory is made once more with the lanes' memory reserved whole."""
         self.device, self.backend, self.threads = device, backend, int(threads)
         if store is None:
             from foundry.seeds.store import SeedStore
@@ -57,9 +58,20 @@ class SeedService:
     def _get(self, task: Task):
         if self.gate is None:
             return self.store.get(task, device=self.device, threads=self.threads)
+        from foundry.evaluate.device_memory import OOM_RETRY_WAIT_S
         from foundry.evaluate.task_size import meta_size
         size = meta_size(task) if self.device == "cuda" else None
-        with self.gate.memory(size.screen_bytes() if size is not None else 0):
+        seed, cached = self._get_holding(task, size.screen_bytes() if size is not None else 0)
+        if seed.out_of_memory and self.gate.capacity_bytes:
+            # Inductor ran out of device memory beside the lanes' evaluations and other
+            # seeds: once the reservations held now have ended, once more with the lanes'
+            # device memory reserved whole
+            self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
+            seed, cached = self._get_holding(task, self.gate.capacity_bytes)
+        return seed, cached
+
+    def _get_holding(self, task: Task, nbytes: int):
+        with self.gate.memory(nbytes):
             return self.store.get(task, device=self.device, threads=self.threads, on_start=self.gate.register,
                                   on_end=self.gate.unregister, stopped_s=self.gate.frozen_s)
 

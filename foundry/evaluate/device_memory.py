@@ -61,10 +61,15 @@ class WorkerOutOfMemory(RuntimeError):
     device memory reserved whole."""
 
 
-def judge_out_of_memory(error: BaseException) -> bool:
-    """Whether `error`, raised in the judge's own process, is the device running out of
-    memory (torch's OutOfMemoryError, or the CUDA error text), or a WorkerOutOfMemory."""
+def out_of_memory(error: BaseException) -> bool:
+    """Whether `error` is the device running out of memory: torch's OutOfMemoryError or
+    the CUDA error text (not the host's MemoryError)."""
     import torch
     oom = getattr(torch, "OutOfMemoryError", None)
-    return (isinstance(error, WorkerOutOfMemory) or (oom is not None and isinstance(error, oom))
-            or "CUDA out of memory" in str(error))
+    return (oom is not None and isinstance(error, oom)) or "CUDA out of memory" in str(error)
+
+
+def judge_out_of_memory(error: BaseException) -> bool:
+    """Whether `error`, raised in the judge's own process, is the device running out of
+    memory (`out_of_memory`), or a WorkerOutOfMemory."""
+    return isinstance(error, WorkerOutOfMemory) or out_of_memory(error)

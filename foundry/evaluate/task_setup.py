@@ -13,7 +13,7 @@ from typing import Any
 from foundry.evaluate.config import EvalConfig
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.degeneracy import Degeneracy, judge_degeneracy, known_degeneracy, minimal_check
-from foundry.evaluate.device_memory import OOM_RETRY_WAIT_S, release
+from foundry.evaluate.device_memory import OOM_RETRY_WAIT_S, out_of_memory, release
 from foundry.evaluate.job_plan import TIMING_SETS, is_large
 from foundry.evaluate.phases import PhaseTimes
 from foundry.evaluate.reference import ReferenceRunner
@@ -106,7 +106,7 @@ class TaskSetup:
             self._check_fits(task, meta_size(task))  # raises TaskTooLarge when that is why
             self.parts[key] = {"reference_ops_s": round(t1 - t0, 4),
                                "fit_check_s": round(time.monotonic() - t1, 4)}
-            if _out_of_memory(e):
+            if out_of_memory(e):
                 if crowded_ok:
                     raise _Crowded() from None
                 self._too_large[key] = (f"task {task.task_id}: its reference forward ran out of device "
@@ -250,7 +250,3 @@ class _Crowded(Exception):
 
 # per (task, tolerance): lanes of one process judge a task's degeneracy one at a time
 _DEGENERACY_LOCKS: dict[tuple, threading.Lock] = {}
-
-
-def _out_of_memory(e: BaseException) -> bool:
-    return "out of memory" in str(e).lower() or type(e).__name__ in ("OutOfMemoryError", "MemoryError")

@@ -33,6 +33,10 @@ class CaptureError(SeedError):
     """torch.compile's result cannot become a seed; the message says why."""
 
 
+class CaptureOutOfMemory(CaptureError):
+    """torch.compile ran out of device memory at the task's sizes."""
+
+
 @dataclass(frozen=True)
 class GraphArg:
     """One argument of Inductor's `call(args)`: kind "param" (a parameter or buffer of the

@@ -16,7 +16,9 @@ class SeedError(ValueError):
 @dataclass(frozen=True)
 class Seed:
     """A compiler seed for one task: `source` (empty when there is none), its backend,
-    how many kernels of its own it launches, and a note: what was captured, or why no seed."""
+    how many kernels of its own it launches, and a note: what was captured, or why no seed;
+    `out_of_memory`: there is none because the device ran out of memory (other work on it
+    may have held the memory: worth another try once it is free)."""
 
     task_id: str
     device: str
@@ -25,11 +27,13 @@ class Seed:
     kernels: int
     note: str
     specializations: int = 0
+    out_of_memory: bool = False
 
     @property
     def ok(self) -> bool:
         return bool(self.source)
 
 
-def no_seed(task_id: str, device: str, why: str) -> Seed:
-    return Seed(task_id=task_id, device=device, backend="", source="", kernels=0, note=f"no seed: {why}")
+def no_seed(task_id: str, device: str, why: str, *, out_of_memory: bool = False) -> Seed:
+    return Seed(task_id=task_id, device=device, backend="", source="", kernels=0, note=f"no seed: {why}",
+                out_of_memory=out_of_memory)

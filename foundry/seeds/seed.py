@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import ast
 
+from foundry.evaluate.device_memory import out_of_memory
 from foundry.evaluate.verdict import CONVOLUTION_OPS
 from foundry.seeds.candidate import RunMethod, assemble, forward_parameters
-from foundry.seeds.capture import Capture, CaptureError, capture
+from foundry.seeds.capture import Capture, CaptureError, CaptureOutOfMemory, capture
 from foundry.seeds.emit_cpp import CppSeedError, cpp_launch, cpp_library_source, cpp_part, inductor_cpp_flags
 from foundry.seeds.output_code import OutputCode, parse_output_code
 from foundry.seeds.result import BACKEND_FOR_DEVICE, Seed, SeedError, no_seed
@@ -77,8 +78,9 @@ def _capture_all(task: Task, device: str, threads: int, gemm_templates: bool = F
             raise
         except Exception as e:  # noqa: BLE001 - torch.compile itself failed on this task
             first = (str(e).strip().splitlines() or [""])[0][:200]
-            raise CaptureError(f"torch.compile failed at sizes {overrides or 'of the task'}: "
-                               f"{type(e).__name__}: {first}") from e
+            error = CaptureOutOfMemory if out_of_memory(e) else CaptureError
+            raise error(f"torch.compile failed at sizes {overrides or 'of the task'}: "
+                        f"{type(e).__name__}: {first}") from e
     return captures
 
 
@@ -159,6 +161,7 @@ def inductor_seed(task: Task, *, device: str = "cpu", threads: int = 1) -> Seed:
             captures = _capture_all(task, device, threads, gemm_templates=True)
             return triton_seed(task, captures, [parse_output_code(c.code) for c in captures])
         except SeedError as e:
-            return no_seed(task.task_id, device, f"{default_mode}; with Triton GEMM templates: {e}")
+            return no_seed(task.task_id, device, f"{default_mode}; with Triton GEMM templates: {e}",
+                           out_of_memory=isinstance(e, CaptureOutOfMemory))
     except SeedError as e:
-        return no_seed(task.task_id, device, str(e))
+        return no_seed(task.task_id, device, str(e), out_of_memory=isinstance(e, CaptureOutOfMemory))

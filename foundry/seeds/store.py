@@ -111,7 +111,9 @@ def _main(job: str, answer: str, parent: str) -> None:  # the fresh process
         from foundry.seeds.seed import inductor_seed
         seed = inductor_seed(task, device=device, threads=threads)
     except Exception as e:  # noqa: BLE001 - any failure is the seed's note
-        seed = no_seed(task.task_id, device, f"seed generation failed: {type(e).__name__}: {e}"[:500])
+        from foundry.evaluate.device_memory import out_of_memory
+        seed = no_seed(task.task_id, device, f"seed generation failed: {type(e).__name__}: {e}"[:500],
+                       out_of_memory=out_of_memory(e))
     Path(answer).write_text(json.dumps(dataclasses.asdict(seed)))
 
 

@@ -195,3 +195,24 @@ def test_a_report_without_max_autotune_says_it_was_not_timed(bench, tmp_path, mo
     out = capsys.readouterr().out
     assert "level1/1_Problem: 1/1 correct; 2.00x eager, 1.50x torch.compile" in out
     assert ("max-autotune: not timed" in out) is not max_autotune
+
+
+def test_a_task_without_a_correct_kernel_says_why_its_evaluations_failed(bench, tmp_path):
+    from foundry.store.evallog import EvaluationLog
+    from foundry.types import Candidate, EvalResult, Stage
+    log = EvaluationLog(tmp_path)
+    judged = [("level1/1_A", "evaluator error: OutOfMemoryError: CUDA out of memory\nmore", False),
+              ("level1/1_A", "evaluator error: OutOfMemoryError: CUDA out of memory\nagain", False),
+              ("level1/1_A", "wrong values: max abs err 3.2", False),
+              ("level1/2_B", "wrong values: max abs err 1.0", False),
+              ("level1/2_B", "", True)]
+    for n, (task_id, error, ok) in enumerate(judged):
+        cand = Candidate.make(task_id=task_id, source=f"# {n}", backend="c")
+        log.append(cand, EvalResult(candidate_id=cand.candidate_id, task_id=task_id, correct=ok, error=error,
+                                    stage=int(Stage.CORRECT if ok else Stage.RUNTIME), runtime_ms=1.0 if ok else None,
+                                    device="cpu", hardware="cpu:test"))
+    log.close()
+    rows = bench.task_rows(tmp_path, ["level1/1_A", "level1/2_B"])
+    assert rows["level1/1_A"]["failures"] == ["evaluator error: OutOfMemoryError: CUDA out of memory",
+                                              "wrong values: max abs err 3.2"]
+    assert rows["level1/2_B"]["correct"] == 1 and "failures" not in rows["level1/2_B"]

@@ -82,3 +82,64 @@ def test_a_seed_process_is_registered_with_the_evaluators_device_gate(relu):
     assert cand is not None
     # other lanes' timed sections stop it like their workers; its stopped time extends its limit
     assert store.process == {"on_start": gate.register, "on_end": gate.unregister, "stopped_s": gate.frozen_s}
+
+
+class _Sequence(_Store):
+    """Answers with `seeds` in turn, noting the gate's reserved bytes at each call."""
+
+    def __init__(self, seeds: list, gate):
+        super().__init__(seeds[0])
+        self.seeds, self.gate, self.reserved = list(seeds), gate, []
+
+    def get(self, task, *, device, threads, **process):
+        self.reserved.append(self.gate.snapshot()["reserved_bytes"])
+        self.seed = self.seeds[min(self.asked, len(self.seeds) - 1)]
+        return super().get(task, device=device, threads=threads, **process)
+
+
+def test_a_seed_that_ran_out_of_device_memory_is_made_again_with_the_memory_reserved_whole(relu):
+    import threading
+    import time
+
+    from foundry.evaluate.device_gate import DeviceGate
+    gate = DeviceGate(capacity_bytes=100)
+    made = Seed(task_id=relu.task_id, device="cpu", backend="c", source="class ModelNew: ...", kernels=1,
+                note="a seed")
+    out = no_seed(relu.task_id, "cpu", "torch.compile failed: OutOfMemoryError", out_of_memory=True)
+    store = _Sequence([out, made], gate)
+    holding, done = threading.Event(), threading.Event()
+
+    def other_lane():  # another lane's evaluation holds 60 of the 100 for a while
+        with gate.memory(60):
+            holding.set()
+            time.sleep(0.3)
+            done.set()
+    lane = threading.Thread(target=other_lane)
+    lane.start()
+    holding.wait()
+    cand, note = SeedService(device="cpu", backend="c", store=store, gate=gate).candidate(relu)
+    lane.join()
+    assert cand is not None and note == "a seed" and done.is_set()
+    assert store.asked == 2 and store.reserved == [60, 100]  # the second once the other lane had ended
+    # another reason for no seed is not tried again
+    other = _Sequence([no_seed(relu.task_id, "cpu", "no kernels"), made], gate)
+    none, why = SeedService(device="cpu", backend="c", store=other, gate=gate).candidate(relu)
+    assert none is None and why == "no seed: no kernels" and other.asked == 1
+
+
+def test_a_capture_out_of_device_memory_gives_a_seed_that_says_so(relu, monkeypatch):
+    import torch
+
+    import foundry.seeds.seed as seed_module
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
+    monkeypatch.setattr(seed_module, "capture", out_of_memory)
+    seed = seed_module.inductor_seed(relu, device="cpu")
+    assert not seed.ok and seed.out_of_memory and "OutOfMemoryError" in seed.note
+
+    def broken(*args, **kwargs):
+        raise ValueError("an op Inductor cannot lower")
+    monkeypatch.setattr(seed_module, "capture", broken)
+    seed = seed_module.inductor_seed(relu, device="cpu")
+    assert not seed.ok and not seed.out_of_memory and "cannot lower" in seed.note
