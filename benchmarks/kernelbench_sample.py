@@ -108,13 +108,24 @@ def geomean(xs: list[float]) -> float | None:
 
 
 def task_rows(run_dir: Path, task_ids: list[str]) -> dict[str, dict]:
+    """Per task: its summary figures, and for a task without a correct kernel why its
+    evaluations failed (`failures`: the distinct first lines of their errors, at most 3)."""
     from foundry.store import read_evaluations
     from foundry.store.summary import summarize
-    summaries = summarize(read_evaluations(run_dir), task_ids=task_ids)
+    records = read_evaluations(run_dir)
+    summaries = summarize(records, task_ids=task_ids)
+    failures: dict[str, list[str]] = {}
+    for r in records:
+        if not r.result.correct:
+            first = (r.result.error.strip().splitlines() or [f"stage {r.result.stage}"])[0][:240]
+            seen = failures.setdefault(r.result.task_id, [])
+            if first not in seen and len(seen) < 3:
+                seen.append(first)
     return {t: {"evaluations": s.evaluations, "correct": s.correct, "best_ms": s.best_runtime_ms,
                 "eager_ms": s.eager_ms, "compile_ms": s.compile_ms, "won_by": s.best_strategy,
                 "roofline": {k: (s.best_roofline or {}).get(k) for k in ("fraction", "bound", "floor_ms")}
-                if s.best_roofline else None}
+                if s.best_roofline else None,
+                **({"failures": failures.get(t, [])} if not s.correct else {})}
             for t, s in summaries.items()}
 
 
@@ -316,6 +327,8 @@ def main() -> int:
             else ""
         print(f"  {task_id}: {r['correct']}/{r['evaluations']} correct; {best}{vs_c}; won by {r['won_by']}",
               flush=True)
+        for line in r.get("failures", []):
+            print(f"      failed: {line}", flush=True)
     if a.out:
         Path(a.out).write_text(json.dumps(result, indent=1, default=str))
     return 0
