@@ -109,23 +109,15 @@ def geomean(xs: list[float]) -> float | None:
 
 def task_rows(run_dir: Path, task_ids: list[str]) -> dict[str, dict]:
     """Per task: its summary figures, and for a task without a correct kernel why its
-    evaluations failed (`failures`: the distinct first lines of their errors, at most 3)."""
+    evaluations failed (`failures`: TaskSummary.failures)."""
     from foundry.store import read_evaluations
     from foundry.store.summary import summarize
-    records = read_evaluations(run_dir)
-    summaries = summarize(records, task_ids=task_ids)
-    failures: dict[str, list[str]] = {}
-    for r in records:
-        if not r.result.correct:
-            first = (r.result.error.strip().splitlines() or [f"stage {r.result.stage}"])[0][:240]
-            seen = failures.setdefault(r.result.task_id, [])
-            if first not in seen and len(seen) < 3:
-                seen.append(first)
+    summaries = summarize(read_evaluations(run_dir), task_ids=task_ids)
     return {t: {"evaluations": s.evaluations, "correct": s.correct, "best_ms": s.best_runtime_ms,
                 "eager_ms": s.eager_ms, "compile_ms": s.compile_ms, "won_by": s.best_strategy,
                 "roofline": {k: (s.best_roofline or {}).get(k) for k in ("fraction", "bound", "floor_ms")}
                 if s.best_roofline else None,
-                **({"failures": failures.get(t, [])} if not s.correct else {})}
+                **({"failures": list(s.failures)} if not s.correct else {})}
             for t, s in summaries.items()}
 
 

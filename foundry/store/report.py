@@ -59,6 +59,9 @@ def _task_section(s: TaskSummary, run: RunDir, heatmap: Path | None) -> list[str
         lines.append(f"| best kernel | [{rel}]({rel}) (candidate {s.best_candidate_id}) |")
     else:
         lines.append("| best kernel | no correct kernel found |")
+        if s.failures:
+            why = "; ".join(f"`{line.replace('`', chr(39))}`" for line in s.failures).replace("|", "\\|")
+            lines.append(f"| why its evaluations failed (most frequent first) | {why} |")
     if heatmap is not None:
         lines += ["", f"![archive of {s.task_id}]({heatmap.relative_to(run.path)})"]
     return lines + [""]

@@ -29,10 +29,26 @@ class TaskSummary:
     best_strategy: str | None = None  # what made the best kernel: "compiler:inductor", "template:fused", ...
     best_hardware: dict | None = None  # the best kernel's metrics["hardware"] (source, diagnosis), if profiled
     baseline_kernels: dict | None = None  # what eager's and torch.compile's forwards launched (GPU runs)
+    failures: tuple = ()  # why its evaluations failed: `failure_lines`, most frequent first
 
     @property
     def share_correct(self) -> float:
         return self.correct / self.evaluations if self.evaluations else 0.0
+
+
+FAILURE_LINES = 3  # distinct failure lines a summary keeps
+
+
+def failure_lines(records: Iterable[EvaluationRecord], *, keep: int = FAILURE_LINES) -> tuple[str, ...]:
+    """The first lines of the failed records' errors (the stage reached where there is no
+    error text), distinct, the most frequent first (ties: the earliest first), at most
+    `keep`."""
+    counts: dict[str, int] = {}
+    for r in records:
+        if not r.result.correct:
+            line = (r.result.error.strip().splitlines() or [f"stopped at stage {r.result.stage}"])[0][:240]
+            counts[line] = counts.get(line, 0) + 1
+    return tuple(sorted(counts, key=lambda line: -counts[line])[:keep])
 
 
 def task_baselines(records: Iterable[EvaluationRecord]) -> dict[str, tuple[float | None, float | None]]:
@@ -130,7 +146,7 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
             eager_ms=eager, compile_ms=compile_, llm_cost_usd=float(costs.get(task_id, 0.0)),
             backends=tuple(sorted({r.candidate.backend for r in recs})), curve=tuple(curve),
             cells=cells, stages=stages, best_roofline=_roofline(best), best_hardware=_hardware(best),
-            baseline_kernels=_baseline_kernels(best),
+            baseline_kernels=_baseline_kernels(best), failures=failure_lines(recs),
             best_strategy=(best.candidate.strategy_id or best.candidate.origin) if best else None)
     return out
 

@@ -214,3 +214,29 @@ def test_report_cli(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "foundry.report", str(tmp_path / "nope")],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "not a run directory" in bad.stderr
+
+
+def test_a_task_without_a_correct_kernel_says_why_its_evaluations_failed(tmp_path):
+    import dataclasses
+
+    from foundry.store.summary import summarize
+    run = RunDir(tmp_path)
+    run.write_meta({"tasks": ["t1", "level1/2_b"]})
+    log = EvaluationLog(tmp_path)
+    errors = ["evaluator error: OutOfMemoryError: CUDA out of memory\nTried to allocate 16 GiB",
+              "[wrong_values] output: max abs error 3 | more",
+              "evaluator error: OutOfMemoryError: CUDA out of memory\nagain", ""]
+    for i, error in enumerate(errors):
+        c, r = pair(i, task="level1/2_b", correct=False)
+        log.append(c, dataclasses.replace(r, error=error))
+    log.append(*pair(9, speed=2.0))
+    log.close()
+    summaries = summarize(read_evaluations(tmp_path), task_ids=["t1", "level1/2_b"])
+    assert summaries["level1/2_b"].failures == ("evaluator error: OutOfMemoryError: CUDA out of memory",
+                                                "[wrong_values] output: max abs error 3 | more",
+                                                "stopped at stage 2")
+    assert summaries["t1"].failures == ()
+    report = build_report(tmp_path).read_text()
+    assert ("| why its evaluations failed (most frequent first) | `evaluator error: OutOfMemoryError: CUDA out of "
+            "memory`; `[wrong_values] output: max abs error 3 \\| more`; `stopped at stage 2` |") in report
+    assert report.count("why its evaluations failed") == 1
