@@ -31,10 +31,12 @@ fits a call of a few minutes). Then, in this process, on the same machine:
   eager are taken against the faster of the two.
 
 Reported (stdout, `--out` JSON): per task the best correct kernel's speedups, what won it,
-its roofline position; coverage (tasks with a correct kernel among those torch.compile
-compiles); geometric means over the whole sample against eager, torch.compile and
-max-autotune, a task without a correct kernel counted at eager's time; the geometric
-mean of the memory-bound tasks' fractions of their roofline floor, and the lowest.
+its roofline position, and for a task without one why its evaluations failed; coverage
+(tasks with a correct kernel among those torch.compile compiles); geometric means over
+the whole sample against eager, torch.compile and max-autotune, a task without a correct
+kernel counted at eager's time; the geometric mean of the memory-bound tasks' fractions
+of their roofline floor, and the lowest; where the judge's time went over the whole run
+(`throughput`: judged per minute, seconds per phase, a task's first-time setup).
 """
 
 from __future__ import annotations
@@ -119,6 +121,30 @@ def task_rows(run_dir: Path, task_ids: list[str]) -> dict[str, dict]:
                 if s.best_roofline else None,
                 **({"failures": list(s.failures)} if not s.correct else {})}
             for t, s in summaries.items()}
+
+
+def throughput(run_dir: Path) -> dict:
+    """Where the judge's time went over the whole run (every sitting): judged per minute
+    in steady state, seconds per phase (longest first), and a task's first-time setup
+    (median and longest), as report.md gives them."""
+    import statistics
+
+    from foundry.store import read_evaluations
+    from foundry.store.phases import PhaseSums, judged_per_minute
+    records = read_evaluations(run_dir)
+    times: dict[str, list[float]] = {}
+    for r in records:
+        if r.recorded_at:
+            times.setdefault(r.session, []).append(r.recorded_at)
+    sums = PhaseSums.of((r.candidate.task_id, r.result) for r in records)
+    setup = sums.first_time_setup()
+    slowest = max(setup, key=lambda t: setup[t]) if setup else None
+    rate = judged_per_minute(times)
+    return {"evaluations": len(records), "judged_per_minute": round(rate, 2) if rate is not None else None,
+            "phases_s": {name: round(secs, 1) for name, secs in sums.top(len(sums.total_s))},
+            "phases_evaluations": sums.evaluations,
+            "first_time_setup_median_s": round(statistics.median(setup.values()), 2) if setup else None,
+            "first_time_setup_longest": [slowest, round(setup[slowest], 2)] if slowest else None}
 
 
 def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_autotune: bool,
@@ -307,8 +333,9 @@ def main() -> int:
     rows = task_rows(run_dir, ids)
     fill_baselines(rows, tasks_dir, device=a.device, max_autotune=a.max_autotune)
     result = {"problems": ids, "rule": sample_rule(a),
-              "wall_s": round(wall, 1), "figures": figures(rows), "per_task": rows}
+              "wall_s": round(wall, 1), "figures": figures(rows), "throughput": throughput(run_dir), "per_task": rows}
     print(json.dumps(result["figures"], indent=1, default=str), flush=True)
+    print("throughput: " + json.dumps(result["throughput"], default=str), flush=True)
     if not a.max_autotune:
         print("max-autotune: not timed (pass --max-autotune; `--baselines-only --max-autotune` on the same "
               "machine first caches its baselines, which take minutes)", flush=True)

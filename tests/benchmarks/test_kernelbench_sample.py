@@ -216,3 +216,24 @@ def test_a_task_without_a_correct_kernel_says_why_its_evaluations_failed(bench, 
     assert rows["level1/1_A"]["failures"] == ["evaluator error: OutOfMemoryError: CUDA out of memory",
                                               "wrong values: max abs err 3.2"]
     assert rows["level1/2_B"]["correct"] == 1 and "failures" not in rows["level1/2_B"]
+
+
+def test_the_throughput_block_sums_the_judges_phases_over_the_run(bench, tmp_path):
+    from foundry.store.evallog import EvaluationLog
+    from foundry.types import Candidate, EvalResult, Stage
+    log = EvaluationLog(tmp_path)
+    phases = [("level1/1_A", {"task_setup": 2.0, "degeneracy": 3.0, "trials": 1.0}),
+              ("level1/1_A", {"trials": 1.5, "timing": 0.5}),
+              ("level1/2_B", {"task_setup": 1.0, "baseline_eager": 1.0, "trials": 2.0})]
+    for n, (task_id, seconds) in enumerate(phases):
+        cand = Candidate.make(task_id=task_id, source=f"# {n}", backend="c")
+        log.append(cand, EvalResult(candidate_id=cand.candidate_id, task_id=task_id, correct=True, runtime_ms=1.0,
+                                    stage=int(Stage.CORRECT), device="cpu", hardware="cpu:test",
+                                    metrics={"phases": seconds}))
+    log.close()
+    t = bench.throughput(tmp_path)
+    assert t["evaluations"] == 3 and t["phases_evaluations"] == 3
+    assert t["phases_s"] == {"trials": 4.5, "degeneracy": 3.0, "task_setup": 3.0, "baseline_eager": 1.0, "timing": 0.5}
+    assert list(t["phases_s"])[0] == "trials"  # longest first
+    # first-time setup: level1/1_A 5 s, level1/2_B 2 s
+    assert t["first_time_setup_median_s"] == 3.5 and t["first_time_setup_longest"] == ["level1/1_A", 5.0]
