@@ -14,7 +14,8 @@ another's timed runs. The lanes share one `DeviceGate`:
   worker's CUDA outputs, forking a worker): any number at once, never during a timed
   section. A waiting timed section goes first (no new shared section starts).
 - `memory(nbytes)`: a reservation of device memory for one evaluation, so that lanes on
-  large tasks wait for each other instead of running out of memory.
+  large tasks wait for each other instead of running out of memory. A waiting
+  reservation of the whole capacity goes first (no thread that holds none starts a new one).
 
 A thread that holds the exclusive section may enter `shared()` and `exclusive()` again,
 and one inside `shared()` may enter `shared()` again (they pass through); one inside
@@ -65,6 +66,8 @@ class DeviceGate:
         self._shared = 0
         self._reserved = 0
         self._reservations: set[int] = set()  # tickets of the reservations held now
+        self._holders: dict[int, int] = {}  # thread -> reservations it holds now
+        self._whole_waiting = 0  # reservations of the whole capacity waiting for room
         self._next_reservation = 0
         self._workers: dict[int, _Worker] = {}  # pid (= its process group) -> state
         self._local = threading.local()  # this thread's depth of shared sections
@@ -223,18 +226,30 @@ class DeviceGate:
     # ------------------------------------------------------------------ device memory
     @contextmanager
     def memory(self, nbytes: int) -> Iterator[None]:
-        """Reserve `nbytes` (at most the whole capacity) for the duration of the block."""
+        """Reserve `nbytes` (at most the whole capacity) for the duration of the block. A
+        reservation of the whole capacity (a retry after running out of memory) goes
+        first: while one waits, a new reservation of a thread that holds none waits too,
+        so that lanes coming and going cannot keep it waiting for ever."""
         n = max(0, int(nbytes))
         if self.capacity_bytes:
             n = min(n, self.capacity_bytes)
         if self.holds_exclusive() and n:
             raise RuntimeError("reserve device memory before the exclusive section, not inside it")
+        me = threading.get_ident()
+        whole = bool(self.capacity_bytes) and n == self.capacity_bytes
         with self._cond:
             t0 = time.monotonic()
-            while self.capacity_bytes and self._reserved + n > self.capacity_bytes:
-                self._cond.wait()
+            self._whole_waiting += whole
+            try:
+                while self.capacity_bytes and (
+                        self._reserved + n > self.capacity_bytes
+                        or (n and not whole and self._whole_waiting and not self._holders.get(me))):
+                    self._cond.wait()
+            finally:
+                self._whole_waiting -= whole
             self.stats.memory_waits_s += time.monotonic() - t0
             self._reserved += n
+            self._holders[me] = self._holders.get(me, 0) + 1
             self._next_reservation += 1
             ticket = self._next_reservation
             self._reservations.add(ticket)
@@ -243,6 +258,9 @@ class DeviceGate:
         finally:
             with self._cond:
                 self._reserved -= n
+                self._holders[me] -= 1
+                if not self._holders[me]:
+                    del self._holders[me]
                 self._reservations.discard(ticket)
                 self._cond.notify_all()
 

@@ -304,3 +304,40 @@ def test_a_retry_waits_for_the_reservations_held_when_it_asked_and_no_later_ones
     release_new.set()
     new.join(5)
     old.join(5)
+
+
+def test_a_reservation_of_the_whole_capacity_goes_first():
+    gate = DeviceGate(capacity_bytes=100)
+    order: list[str] = []
+    release_first, first_held = threading.Event(), threading.Event()
+
+    def first():  # a lane's evaluation, under way
+        with gate.memory(60):
+            first_held.set()
+            release_first.wait(10)
+            with gate.memory(10):  # a thread that holds a reservation is not held back
+                order.append("first's nested")
+
+    def whole():  # a retry after running out of memory
+        with gate.memory(100):
+            order.append("whole")
+
+    def later():  # another lane's next evaluation, which would fit beside the first
+        with gate.memory(30):
+            order.append("later")
+
+    lanes = [threading.Thread(target=first, daemon=True)]
+    lanes[0].start()
+    assert first_held.wait(5)
+    lanes.append(threading.Thread(target=whole, daemon=True))
+    lanes[1].start()
+    time.sleep(0.1)
+    lanes.append(threading.Thread(target=later, daemon=True))
+    lanes[2].start()
+    time.sleep(0.2)
+    assert order == []  # 60 + 30 would fit, but the whole-capacity reservation waits first
+    release_first.set()
+    for lane in lanes:
+        lane.join(5)
+    assert order == ["first's nested", "whole", "later"]
+    assert gate.snapshot()["reserved_bytes"] == 0
