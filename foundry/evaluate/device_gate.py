@@ -227,9 +227,10 @@ class DeviceGate:
     @contextmanager
     def memory(self, nbytes: int) -> Iterator[None]:
         """Reserve `nbytes` (at most the whole capacity) for the duration of the block. A
-        reservation of the whole capacity (a retry after running out of memory) goes
-        first: while one waits, a new reservation of a thread that holds none waits too,
-        so that lanes coming and going cannot keep it waiting for ever."""
+        reservation of the whole capacity (a retry after running out of memory, or an
+        evaluation whose estimate is as large) goes first: while one waits, a new
+        reservation of a thread that holds none waits too, so that lanes coming and going
+        cannot keep it waiting for ever."""
         n = max(0, int(nbytes))
         if self.capacity_bytes:
             n = min(n, self.capacity_bytes)
