@@ -145,13 +145,11 @@ def describe_gemm(gm: fx.GraphModule) -> Description | None:
         gemm = Gemm(a=a, b=b, trans_a=trans_a, trans_b=trans_b, dtype=da, batch=math.prod(int(d) for d in sa[:-2]),
                     m=int(sa[-2]), n=int(sb[-1]), k=int(sa[-1]))
         flat_a, flat_b = (f"{x}.reshape(-1, *{x}.shape[-2:])" for x in (a, b))
-        call = (f"product = self._gemm({flat_a}, {flat_b})\n"
-                f"    return product.view(*{a}.shape[:-2], *product.shape[-2:])")
+        call = f"self._gemm({flat_a}, {flat_b}).unflatten(0, {a}.shape[:-2])"
     else:
         batch = max(s[0] if len(s) == 3 else 1 for s in (sa, sb))  # torch checked they broadcast
         gemm = Gemm(a=a, b=b, trans_a=trans_a, trans_b=trans_b, dtype=da, batch=batch,
                     m=int(sa[-2]), n=int(sb[-1]), k=int(sa[-1]))
         call = f"self._gemm({a}, {b})"
-    body = call if stacked else f"return {call}"
-    fwd = f"def forward(self, {', '.join(places)}):\n    {body}\n"
+    fwd = f"def forward(self, {', '.join(places)}):\n    return {call}\n"
     return Description(regions=(), forward_src=fwd, gemm=gemm)
