@@ -110,8 +110,9 @@ def geomean(xs: list[float]) -> float | None:
 
 
 def task_rows(run_dir: Path, task_ids: list[str]) -> dict[str, dict]:
-    """Per task: its summary figures, and for a task without a correct kernel why its
-    evaluations failed (`failures`: TaskSummary.failures)."""
+    """Per task: its summary figures, for a task without a correct kernel why its
+    evaluations failed (`failures`: TaskSummary.failures), and where a baseline time is
+    missing the last line of why (`baseline_error`)."""
     from foundry.store import read_evaluations
     from foundry.store.summary import summarize
     summaries = summarize(read_evaluations(run_dir), task_ids=task_ids)
@@ -119,7 +120,8 @@ def task_rows(run_dir: Path, task_ids: list[str]) -> dict[str, dict]:
                 "eager_ms": s.eager_ms, "compile_ms": s.compile_ms, "won_by": s.best_strategy,
                 "roofline": {k: (s.best_roofline or {}).get(k) for k in ("fraction", "bound", "floor_ms")}
                 if s.best_roofline else None,
-                **({"failures": list(s.failures)} if not s.correct else {})}
+                **({"failures": list(s.failures)} if not s.correct else {}),
+                **({"baseline_error": s.baseline_error} if s.baseline_error else {})}
             for t, s in summaries.items()}
 
 
@@ -154,6 +156,7 @@ def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_a
     a CPU); with `max_autotune`, also torch.compile(mode="max-autotune"); without
     `default_mode`, not the default mode's."""
     from foundry.evaluate import EvalConfig, Evaluator
+    from foundry.store.summary import last_line
     from foundry.tasks.loader import load_task
     profile = "full" if device == "cuda" else "small"
     configs = [("compile_ms", EvalConfig(device=device))] if default_mode else []
@@ -182,8 +185,11 @@ def fill_baselines(rows: dict[str, dict], tasks_dir: Path, *, device: str, max_a
                 if field == "max_autotune_ms":
                     # eager timed again beside max-autotune, outside the run: a check on the run's
                     row["eager_beside_max_autotune_ms"] = eager
+                why = last_line(record.error, limit=300) if eager is None or compiled is None else ""
+                if why:
+                    row["baseline_error"] = why
                 print(f"  baselines {task_id}: eager {eager}, {field} {compiled} "
-                      f"({time.monotonic() - t0:.1f} s)", flush=True)
+                      f"({time.monotonic() - t0:.1f} s){': ' + why if why else ''}", flush=True)
 
 
 def slowest_kernels(summary: dict | None, count: int = 3) -> list:

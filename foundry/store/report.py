@@ -31,12 +31,18 @@ def _ms(v: float | None) -> str:
     return "—" if v is None else f"{v:.4g} ms"
 
 
+def _cell(text: str) -> str:
+    """`text` inside a table cell's code span: no backquote, no bare column bar."""
+    return text.replace("`", "'").replace("|", "\\|")
+
+
 def _task_section(s: TaskSummary, run: RunDir, heatmap: Path | None) -> list[str]:
     lines = [f"### {s.task_id}", "", "| metric | value |", "|---|---|",
              f"| best speedup vs eager | {_x(s.best_speedup_eager)} |",
              f"| best speedup vs torch.compile | {_x(s.best_speedup_compile)} |",
              f"| best runtime | {_ms(s.best_runtime_ms)} |",
              f"| eager / torch.compile | {_ms(s.eager_ms)} / {_ms(s.compile_ms)} |",
+             *([f"| why a baseline is missing | `{_cell(s.baseline_error)}` |"] if s.baseline_error else []),
              f"| evaluations | {s.evaluations} |",
              f"| correct | {s.correct} ({s.share_correct:.0%}) |",
              f"| LLM cost | ${s.llm_cost_usd:.4f} |",
@@ -60,7 +66,7 @@ def _task_section(s: TaskSummary, run: RunDir, heatmap: Path | None) -> list[str
     else:
         lines.append("| best kernel | no correct kernel found |")
         if s.failures:
-            why = "; ".join(f"`{line.replace('`', chr(39))}`" for line in s.failures).replace("|", "\\|")
+            why = "; ".join(f"`{_cell(line)}`" for line in s.failures)
             lines.append(f"| why its evaluations failed (most frequent first) | {why} |")
     if heatmap is not None:
         lines += ["", f"![archive of {s.task_id}]({heatmap.relative_to(run.path)})"]

@@ -30,6 +30,7 @@ class TaskSummary:
     best_hardware: dict | None = None  # the best kernel's metrics["hardware"] (source, diagnosis), if profiled
     baseline_kernels: dict | None = None  # what eager's and torch.compile's forwards launched (GPU runs)
     failures: tuple = ()  # why its evaluations failed: `failure_lines`, most frequent first
+    baseline_error: str = ""  # where eager's or torch.compile's time is missing: the last line of why
 
     @property
     def share_correct(self) -> float:
@@ -49,6 +50,21 @@ def failure_lines(records: Iterable[EvaluationRecord], *, keep: int = FAILURE_LI
             line = (r.result.error.strip().splitlines() or [f"stopped at stage {r.result.stage}"])[0][:240]
             counts[line] = counts.get(line, 0) + 1
     return tuple(sorted(counts, key=lambda line: -counts[line])[:keep])
+
+
+def last_line(text: str, *, limit: int = 240) -> str:
+    """The last non-blank line of `text` (the end of a traceback says what failed), at most
+    `limit` characters; "" for blank text."""
+    lines = [line.strip() for line in str(text or "").splitlines() if line.strip()]
+    return lines[-1][:limit] if lines else ""
+
+
+def baseline_error(records: Iterable[EvaluationRecord]) -> str:
+    """`last_line` of the newest baseline error the records carried, "" when none did."""
+    error = ""
+    for r in records:
+        error = last_line((r.result.metrics or {}).get("baseline_error") or "") or error
+    return error
 
 
 def task_baselines(records: Iterable[EvaluationRecord]) -> dict[str, tuple[float | None, float | None]]:
@@ -147,6 +163,7 @@ def summarize(records: Iterable[EvaluationRecord], *, task_ids: Iterable[str] = 
             backends=tuple(sorted({r.candidate.backend for r in recs})), curve=tuple(curve),
             cells=cells, stages=stages, best_roofline=_roofline(best), best_hardware=_hardware(best),
             baseline_kernels=_baseline_kernels(best), failures=failure_lines(recs),
+            baseline_error=baseline_error(recs) if eager is None or compile_ is None else "",
             best_strategy=(best.candidate.strategy_id or best.candidate.origin) if best else None)
     return out
 

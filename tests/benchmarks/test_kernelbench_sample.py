@@ -237,3 +237,35 @@ def test_the_throughput_block_sums_the_judges_phases_over_the_run(bench, tmp_pat
     assert list(t["phases_s"])[0] == "trials"  # longest first
     # first-time setup: level1/1_A 5 s, level1/2_B 2 s
     assert t["first_time_setup_median_s"] == 3.5 and t["first_time_setup_longest"] == ["level1/1_A", 5.0]
+
+
+def test_a_baseline_that_failed_is_printed_and_kept_with_why(bench, tmp_path, monkeypatch, capsys):
+    import foundry.evaluate
+    import foundry.tasks.loader
+    from foundry.evaluate.baselines import Baseline
+
+    class Judge:  # the judge's baseline step: level1/45 fails, level1/5 is timed
+        def __init__(self, *, config):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def baseline(self, *, task, measure):
+            if task == "level1/45_Pool":
+                return Baseline(eager_ms=None, error="Traceback ...\n  File x\ntorch.OutOfMemoryError: CUDA out of "
+                                                     "memory. Tried to allocate 16.00 GiB\n")
+            return Baseline(eager_ms=2.0, compile_ms=1.0, error="")
+
+    monkeypatch.setattr(foundry.evaluate, "Evaluator", Judge)
+    monkeypatch.setattr(foundry.tasks.loader, "load_task", lambda path, profile: f"level1/{path.stem}")
+    rows = {"level1/45_Pool": {}, "level1/5_Scale": {}}
+    bench.fill_baselines(rows, tmp_path / "level1", device="cpu", max_autotune=False)
+    why = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB"
+    assert rows["level1/45_Pool"]["baseline_error"] == why and rows["level1/45_Pool"]["eager_ms"] is None
+    assert "baseline_error" not in rows["level1/5_Scale"] and rows["level1/5_Scale"]["compile_ms"] == 1.0
+    out = capsys.readouterr().out
+    assert "baselines level1/45_Pool: eager None, compile_ms None (" in out and out.count(why) == 1

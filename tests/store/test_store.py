@@ -240,3 +240,29 @@ def test_a_task_without_a_correct_kernel_says_why_its_evaluations_failed(tmp_pat
     assert ("| why its evaluations failed (most frequent first) | `evaluator error: OutOfMemoryError: CUDA out of "
             "memory`; `[wrong_values] output: max abs error 3 \\| more`; `stopped at stage 2` |") in report
     assert report.count("why its evaluations failed") == 1
+
+
+def test_a_task_whose_baselines_failed_says_why(tmp_path):
+    import dataclasses
+
+    from foundry.store.summary import last_line, summarize
+    run = RunDir(tmp_path)
+    run.write_meta({"tasks": ["t1", "level1/45_pool"]})
+    log = EvaluationLog(tmp_path)
+    c, r = pair(1, task="level1/45_pool")
+    traceback = ("Traceback (most recent call last):\n  File \"x.py\", line 3\n"
+                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB | again\n\n")
+    log.append(c, dataclasses.replace(r, eager_ms=None, compile_ms=None, speedup_eager=None, speedup_compile=None,
+                                      metrics={"baseline_error": traceback}))
+    c, r = pair(2)  # its baselines were timed: an error it carried is not "why one is missing"
+    log.append(c, dataclasses.replace(r, metrics={"baseline_error": "RuntimeError: max-autotune failed"}))
+    log.close()
+    summaries = summarize(read_evaluations(tmp_path), task_ids=["t1", "level1/45_pool"])
+    why = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB | again"
+    assert summaries["level1/45_pool"].baseline_error == why == last_line(traceback)
+    assert summaries["t1"].baseline_error == ""
+    report = build_report(tmp_path).read_text()
+    assert ("| why a baseline is missing | `torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 16.00 GiB "
+            "\\| again` |") in report
+    assert report.count("why a baseline is missing") == 1
+    assert last_line("\n \n") == "" and last_line("a\nb" * 1, limit=1) == "b"
