@@ -73,7 +73,10 @@ def main(argv: list[str] | None = None) -> int:
                 comp += f", max-autotune {r.max_autotune_ms:.4g} ms -> {r.max_autotune_ms / r.deployed_ms:.3f}x"
             print(f"  eager {r.eager_ms:.4g} ms, deployed {r.deployed_ms:.4g} ms -> {r.speedup_eager:.3f}x vs eager"
                   f"{comp}")
-            print(f"  during timing: {r.kernel_calls} kernel call(s), {r.fallback_calls} fallback call(s)")
+            if r.kernel_calls is None:
+                print("  during timing: calls not counted (CUDA graph replays run no Python)")
+            else:
+                print(f"  during timing: {r.kernel_calls} kernel call(s), {r.fallback_calls} fallback call(s)")
     except UserModelError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

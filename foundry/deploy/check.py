@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 
+from foundry.deploy.contenders import COMPILE_CUDA_GRAPHS
 from foundry.extract.timing import interleaved_median_ms
 
 
@@ -20,8 +21,11 @@ class CheckResult:
     eager_ms: float
     compile_ms: float | None
     deployed_ms: float
-    kernel_calls: int  # calls that ran a swapped-in kernel during the timed runs (all three timed together)
-    fallback_calls: int
+    # calls that ran a swapped-in kernel, or its fallback, during the timed runs (all of them
+    # timed together); None where they cannot be counted: a CUDA-graph form replays its
+    # recorded forward without running any Python
+    kernel_calls: int | None
+    fallback_calls: int | None
     threads: int
     max_autotune_ms: float | None = None  # torch.compile(original, mode="max-autotune"), where asked for
 
@@ -75,8 +79,10 @@ def check(original: nn.Module, deployed: nn.Module, inputs: tuple, *, with_compi
     compile_ms = rest.pop(0) if with_compile else None
     max_autotune_ms = rest.pop(0) if max_autotune else None
     after = [(d.kernel_calls, d.fallback_calls) for d in info.dispatches] if info else []
-    kernel = sum(a[0] - b[0] for a, b in zip(after, before))
-    fallback = sum(a[1] - b[1] for a, b in zip(after, before))
+    kernel: int | None = sum(a[0] - b[0] for a, b in zip(after, before))
+    fallback: int | None = sum(a[1] - b[1] for a, b in zip(after, before))
+    if info is not None and info.compiled == COMPILE_CUDA_GRAPHS:
+        kernel = fallback = None
     return CheckResult(max_abs_err=err, eager_ms=eager_ms, compile_ms=compile_ms, deployed_ms=deployed_ms,
                        kernel_calls=kernel, fallback_calls=fallback, threads=torch.get_num_threads(),
                        max_autotune_ms=max_autotune_ms)
