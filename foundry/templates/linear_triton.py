@@ -63,11 +63,12 @@ def linear_targets(desc: Description) -> tuple:
     return names
 
 
-def swap_linears(desc: Description) -> tuple[Description, list[str]]:
+def swap_linears(desc: Description, init_line=None) -> tuple[Description, list[str]]:
     """`desc` with its forward calling `self._lin<i>(...)` for each Linear, and the
-    constructor lines that build those."""
+    constructor lines that build those (`init_line(i, name)`; default: the Triton
+    launcher's)."""
     forward, init = desc.forward_src, []
     for i, name in enumerate(linear_targets(desc)):
         forward = re.sub(rf"\bself\.{re.escape(name)}\(", f"self._lin{i}(", forward)
-        init.append(f"self._lin{i} = _LINEAR(self.{name}, params)")
+        init.append(init_line(i, name) if init_line else f"self._lin{i} = _LINEAR(self.{name}, params)")
     return dataclasses.replace(desc, forward_src=forward), init
