@@ -10,7 +10,7 @@ from foundry.templates.emit_c import C_MATH, TUNABLE_C, c_source
 from foundry.templates.fxutil import NotCovered
 from foundry.templates.ir import Description
 from foundry.templates.linear_c import LINEAR_C_LAUNCHER, LINEAR_C_SRC, TUNABLE_LINEAR_C, linear_c_init_line
-from foundry.templates.linear_triton import linear_targets, swap_linears
+from foundry.templates.linear_calls import linear_targets, swap_linears
 
 HEADER = '''import torch
 import torch.nn as nn
