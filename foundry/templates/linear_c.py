@@ -6,10 +6,11 @@ It is written for few rows (a small batch: a classifier's head, an MLP or a recu
 cell run on a handful of samples), where the product is the weight read once from
 memory: one OpenMP task computes LIN_NR outputs for every row, in blocks of LIN_MR rows,
 as dot products of weight rows with input rows along K in SIMD vectors, so each weight
-element is loaded once per LIN_MR rows. The library's sgemm packs the weight first and
-runs at a third to a half of the memory's speed there (on 2 cores, a 2 x 8192 by
-8192 x 1024 product: 3.2-4.2 ms for torch.addmm, 0.9-1.4 ms for this kernel). With many
-rows the library's blocked product is faster; the judge keeps whichever is.
+element is loaded once per LIN_MR rows. The library's sgemm reads the weight at a quarter
+to a third of the memory's speed there (on 2 cores, a 2 x 8192 by 8192 x 1024 product:
+3.2-4.2 ms for torch.addmm, 8-11 GB/s of weight where a 256 MB sum reads 31 GB/s; 0.9-1.4
+ms for this kernel). With many rows the library's blocked product is faster; the judge
+keeps whichever is.
 """
 
 from __future__ import annotations
