@@ -13,7 +13,9 @@ in this capture before it goes in; one that differs is passed over (and said so 
 A region that is exactly one submodule's forward goes into a copy of the user's own model
 that shares its tensors (foundry.deploy.module_swap): the rest of the model keeps running
 the user's code. Where any region spans modules, a copy of the captured GraphModule with
-every region replaced by its op is the other form.
+every region replaced by its op is the other form, unless the model's forward rebinds its
+tensor attributes (a recurrent cell's `self.hidden = ...`), which a captured graph drops
+(foundry.deploy.state): then only the regions that are one submodule's forward go in.
 
 With `check_speed` (the default) the choice is the whole model's (foundry.deploy.choose):
 a region stays in only where the model with it beats the model without it, each in its
@@ -44,6 +46,7 @@ from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, 
 from foundry.deploy.rewrite import replace_region
 from foundry.deploy.runinfo import read_run
 from foundry.deploy.speed import SideBySide
+from foundry.deploy.state import rebound_by_forward
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
 from foundry.extract.observe import observe
@@ -151,13 +154,19 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     for entry in manifest.regions:
         if entry.task_id in kernels and entry.task_id not in found:
             passed.append((entry.task_id, "its region is not in the model as captured now"))
+    calls = module_calls(model, {s.path for s in chosen if s.path}, inputs)
+    sites = {id(s): module_site(s.path, calls[s.path], s.region, list(s.args), s.fallback)
+             for s in chosen if s.path}
+    rebound = rebound_by_forward(model, inputs) if chosen else ()
+    if rebound:  # the captured graph would not rebind them: only the user's own forward, swapped, goes
+        passed += [(s.record[0], f"not one submodule's forward, and the model's forward rebinds "
+                                 f"{', '.join(rebound)}, which its captured graph does not; at "
+                                 f"{', '.join(s.record[1])}") for s in chosen if sites.get(id(s)) is None]
+        chosen = [s for s in chosen if sites.get(id(s)) is not None]
     info = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=(), passed_over=tuple(passed),
                       dispatches=())
     if not chosen:
         return _original(model, info, "no kernel went in")
-    calls = module_calls(model, {s.path for s in chosen if s.path}, inputs)
-    sites = {id(s): module_site(s.path, calls[s.path], s.region, list(s.args), s.fallback)
-             for s in chosen if s.path}
 
     def build(swaps: list) -> list:
         return _forms(model, gm, swaps, sites)

@@ -18,7 +18,8 @@ from foundry.templates.gemm_triton import emit_gemm, gemm_tunable
 from foundry.templates.ir import Description
 from foundry.templates.linear_triton import KERNEL as LINEAR_KERNEL
 from foundry.templates.linear_triton import LAUNCHER as LINEAR_LAUNCHER
-from foundry.templates.linear_triton import TUNABLE_LINEAR, linear_targets, swap_linears
+from foundry.templates.linear_calls import linear_targets, swap_linears
+from foundry.templates.linear_triton import TUNABLE_LINEAR, linear_init_line
 from foundry.templates.matmul_triton import TUNABLE_MATMUL, emit_matmul
 
 HEADER = '''import torch
@@ -103,7 +104,7 @@ def emit_triton_candidate(*, desc: Description, task_source: str, params: dict |
     note = (f"Template candidate (triton backend): fused regions [{', '.join(desc.families)}] run as "
             "Triton kernels; torch keeps the rest.")
     if variant == "linear":
-        desc, linear_init = swap_linears(desc)
+        desc, linear_init = swap_linears(desc, linear_init_line)
         sources.append(LINEAR_KERNEL)
         launchers.append(LINEAR_LAUNCHER)
         init += linear_init

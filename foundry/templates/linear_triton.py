@@ -6,11 +6,7 @@ the LIN_* ones, beside the regions' BLOCK / num_warps / SPLIT."""
 
 from __future__ import annotations
 
-import dataclasses
-import re
-
 from foundry.templates.dot_precision import dot_precision_tunable
-from foundry.templates.ir import Description
 from foundry.templates.matmul_triton import GROUPED_TILES, LINEAR_TILE
 
 # defaults: those of the Linear + epilogue matmul (foundry/templates/matmul_triton.py)
@@ -52,22 +48,6 @@ LAUNCHER = '''class _LINEAR:
 '''
 
 
-def linear_targets(desc: Description) -> tuple:
-    """The nn.Linear attributes that a float32 forward calls as `self.<name>(...)`; the
-    "linear" template applies where there is at least one (and every Linear is such)."""
-    if desc.half_dtypes:
-        return ()
-    names = tuple(dict.fromkeys(p.target for p in desc.prologues if p.kind == "linear"))
-    if any(not name.isidentifier() or f"self.{name}(" not in desc.forward_src for name in names):
-        return ()
-    return names
-
-
-def swap_linears(desc: Description) -> tuple[Description, list[str]]:
-    """`desc` with its forward calling `self._lin<i>(...)` for each Linear, and the
-    constructor lines that build those."""
-    forward, init = desc.forward_src, []
-    for i, name in enumerate(linear_targets(desc)):
-        forward = re.sub(rf"\bself\.{re.escape(name)}\(", f"self._lin{i}(", forward)
-        init.append(f"self._lin{i} = _LINEAR(self.{name}, params)")
-    return dataclasses.replace(desc, forward_src=forward), init
+def linear_init_line(index: int, name: str) -> str:
+    """The constructor line of `self._lin<index>`, the Triton matmul of the Linear `self.<name>`."""
+    return f"self._lin{index} = _LINEAR(self.{name}, params)"

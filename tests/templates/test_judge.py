@@ -38,16 +38,19 @@ def test_template_candidate_passes_every_guard(judge, name, backend, variant):
 def test_a_lone_linear_is_judged_on_its_own_product(judge, tmp_path):
     """A forward that is one nn.Linear: on Triton only the Linear kernels' candidate (a
     `fused` one would leave the product to the library, which the judge refuses where the
-    task is only that product), and it passes every guard; the c templates have no product
-    kernel."""
+    task is only that product), and it passes every guard; on the c backend likewise the C
+    Linear kernel's candidate alone."""
     from tests.templates.helpers import make_task
-    from foundry.templates.backend_c import why_not_c
-    from foundry.templates.engine import describe_task, variants
+    from foundry.templates.engine import variants
     task = make_task(tmp_path, "lone_linear", forward="return self.linear0(x)", sig="x",
                      init="self.linear0 = nn.Linear(40, 24)", inputs="[torch.randn(2, 12, 40)]")
     assert variants(task, "triton") == ("linear",)
-    assert "no matrix-product kernel" in why_not_c(describe_task(task))
+    assert variants(task, "c") == ("linear",)
     cand = Candidate.make(task_id=task.task_id, source=emit(task, backend="triton", variant="linear"),
                           backend="triton", origin="template")
+    r = judge.evaluate(task=task, candidate=cand)
+    assert r.flags == () and r.correct, r.error
+    cand = Candidate.make(task_id=task.task_id, source=emit(task, backend="c", variant="linear"),
+                          backend="c", origin="template")
     r = judge.evaluate(task=task, candidate=cand)
     assert r.flags == () and r.correct, r.error
