@@ -60,6 +60,20 @@ def run_candidate(task, *, backend: str, params: dict | None = None, device: str
         return model(*inputs), new(*inputs)
 
 
+def judge_c_sources(task, sources) -> list:
+    """The real judge's verdicts (EvalResult) on each `c` template source of `task`, in
+    order: two trials, no torch.compile baseline, short timing."""
+    from foundry.evaluate import Evaluator
+    from foundry.evaluate.config import EvalConfig
+    from foundry.types import Candidate
+    cfg = EvalConfig.from_config({"trials": 2, "compile_baseline": False, "timing_min_ms": 20.0,
+                                  "warmup_ms": 5.0, "check_variants": False})
+    with Evaluator(config=cfg) as judge:
+        return [judge.evaluate(task=task, candidate=Candidate.make(task_id=task.task_id, source=s, backend="c",
+                                                                   origin="template"))
+                for s in sources]
+
+
 def assert_close(ref, got, atol=1e-4, rtol=1e-4):
     assert got.shape == ref.shape, (got.shape, ref.shape)
     assert got.dtype == ref.dtype, (got.dtype, ref.dtype)

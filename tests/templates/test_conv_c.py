@@ -6,7 +6,7 @@ a wrong one."""
 import pytest
 import torch
 
-from tests.templates.helpers import assert_close, make_task, run_candidate
+from tests.templates.helpers import assert_close, judge_c_sources, make_task, run_candidate
 
 from foundry.templates.engine import emit, variants
 
@@ -65,20 +65,11 @@ def test_a_transposed_convolution_gets_no_c_convolution(tmp_path):
 
 
 def test_the_judge_refuses_a_c_convolution_with_a_wrong_tap(tmp_path):
-    from foundry.evaluate import Evaluator
-    from foundry.evaluate.config import EvalConfig
-    from foundry.types import Candidate
-
     task = make_task(tmp_path, "judged", forward=CASES[1][1], sig="x", init=CASES[1][2], inputs=CASES[1][3])
     honest = emit(task, backend="c", variant="conv")
     # the kernel's last tap never added: a plausible off-by-one in the tap loop
     wrong = honest.replace("for (int64_t kw = 0; kw < KW; kw++)", "for (int64_t kw = 0; kw + 1 < KW; kw++)")
     assert wrong != honest
-    cfg = EvalConfig.from_config({"trials": 2, "compile_baseline": False, "timing_min_ms": 20.0,
-                                  "warmup_ms": 5.0, "check_variants": False})
-    with Evaluator(config=cfg) as judge:
-        right, bad = [judge.evaluate(task=task, candidate=Candidate.make(task_id=task.task_id, source=s, backend="c",
-                                                                         origin="template"))
-                      for s in (honest, wrong)]
+    right, bad = judge_c_sources(task, (honest, wrong))
     assert right.correct and right.flags == (), right.error
     assert not bad.correct

@@ -5,7 +5,7 @@ fused region and alone; where it is offered; and the judge telling it from a wro
 import pytest
 import torch
 
-from tests.templates.helpers import assert_close, make_task, run_candidate
+from tests.templates.helpers import assert_close, judge_c_sources, make_task, run_candidate
 
 from foundry.templates.engine import emit, variants
 
@@ -53,20 +53,11 @@ def test_a_product_of_two_inputs_gets_no_c_template(tmp_path):
 
 
 def test_the_judge_refuses_a_c_linear_that_drops_the_tail(tmp_path):
-    from foundry.evaluate import Evaluator
-    from foundry.evaluate.config import EvalConfig
-    from foundry.types import Candidate
-
     task = make_task(tmp_path, "judged", forward=CASES[0][1], sig="x", init=CASES[0][2], inputs=CASES[0][3])
     honest = emit(task, backend="c", variant="linear")
     # the products' last elements (K not a multiple of the vector width) never added
     wrong = honest.replace("for (int64_t k = KV; k < K; k++)", "for (int64_t k = K; k < K; k++)")
     assert wrong != honest
-    cfg = EvalConfig.from_config({"trials": 2, "compile_baseline": False, "timing_min_ms": 20.0,
-                                  "warmup_ms": 5.0, "check_variants": False})
-    with Evaluator(config=cfg) as judge:
-        right, bad = [judge.evaluate(task=task, candidate=Candidate.make(task_id=task.task_id, source=s, backend="c",
-                                                                         origin="template"))
-                      for s in (honest, wrong)]
+    right, bad = judge_c_sources(task, (honest, wrong))
     assert right.correct and right.flags == (), right.error
     assert not bad.correct
