@@ -30,11 +30,13 @@ class TaskSize:
 
     def evaluation_bytes(self, *, full_trials: int, timing_sets: int) -> int:
         """Peak bytes of one evaluation while the worker runs: the worker's largest holding
-        (every trial's inputs, built before the candidate loads, and one output; or, once
-        each trial's inputs are let go after its check, the timing sets' inputs and timed
-        outputs), plus the outputs the judge has received by then (every trial's, the
-        repeat's and the timed runs')."""
-        worker = max(self.input_bytes * full_trials + self.output_bytes,
+        (every trial's inputs, built before the candidate loads, the first trial's output
+        and that trial's inputs made again from their seed to check the forward left them
+        unchanged; or, once each trial's inputs are let go after its check, the timing
+        sets' inputs and timed outputs), plus the outputs the judge has received by then
+        (every trial's, the repeat's and the timed runs'). On a CPU the worker checks a
+        digest instead of a second copy, so there the copy is slack."""
+        worker = max(self.input_bytes * (full_trials + 1) + self.output_bytes,
                      (self.input_bytes + self.output_bytes) * timing_sets)
         received = self.output_bytes * (full_trials + 1 + timing_sets)
         return worker + received + 2 * self.param_bytes  # the candidate's model and the reference's

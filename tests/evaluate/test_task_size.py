@@ -12,10 +12,11 @@ def test_a_pointwise_task_at_full_size_needs_what_is_held_at_its_peak():
     assert size.evaluation_bytes(full_trials=2, timing_sets=2) == (2 * 12 + 5 * 6) * GB
 
 
-def test_many_trials_peak_while_every_trial_input_is_built():
+def test_many_trials_peak_while_the_first_trials_inputs_are_checked():
     size = TaskSize(input_bytes=10 * GB, output_bytes=1 * GB)
-    # the five trials' inputs are built before the candidate loads: that is the worker's peak
-    assert size.evaluation_bytes(full_trials=5, timing_sets=2) == (5 * 10 + 1 + 8) * GB
+    # the five trials' inputs are built before the candidate loads, and the first trial's
+    # check makes its inputs again beside them and its output: that is the worker's peak
+    assert size.evaluation_bytes(full_trials=5, timing_sets=2) == ((5 + 1) * 10 + 1 + 8) * GB
 
 
 def test_a_screen_holds_one_point_at_a_time_so_it_reserves_far_less_than_an_evaluation():
