@@ -33,13 +33,16 @@ class TaskSize:
         (every trial's inputs, built before the candidate loads, the first trial's output
         and that trial's inputs made again from their seed to check the forward left them
         unchanged; or, once each trial's inputs are let go after its check, the timing
-        sets' inputs and timed outputs), plus the outputs the judge has received by then
-        (every trial's, the repeat's and the timed runs'). On a CPU the worker checks a
-        digest instead of a second copy, so there the copy is slack."""
+        sets' inputs and timed outputs), or, once the worker has exited, the judge's
+        reference outputs of every trial, one trial's inputs and one output more for the
+        forward's own intermediates; plus the outputs the judge has received (every
+        trial's, the repeat's and the timed runs'). On a CPU the worker checks a digest
+        instead of a second copy of the inputs, so there that copy is slack."""
         worker = max(self.input_bytes * (full_trials + 1) + self.output_bytes,
                      (self.input_bytes + self.output_bytes) * timing_sets)
+        references = self.input_bytes + self.output_bytes * (full_trials + 1)
         received = self.output_bytes * (full_trials + 1 + timing_sets)
-        return worker + received + 2 * self.param_bytes  # the candidate's model and the reference's
+        return max(worker, references) + received + 2 * self.param_bytes  # the candidate's model and the reference's
 
     def screen_bytes(self, *, points: int = 1) -> int:
         """Peak bytes of one screen of `points` TUNABLE settings: the judge's reference

@@ -19,6 +19,14 @@ def test_many_trials_peak_while_the_first_trials_inputs_are_checked():
     assert size.evaluation_bytes(full_trials=5, timing_sets=2) == ((5 + 1) * 10 + 1 + 8) * GB
 
 
+def test_an_output_far_larger_than_the_input_peaks_in_the_judge_at_the_references():
+    size = TaskSize(input_bytes=1 * GB, output_bytes=10 * GB)
+    # the worker: three inputs and an output (or two timing sets: 22); after it exits, the
+    # judge's two references, one input set and a forward's intermediate output (31), beside
+    # the five outputs it received
+    assert size.evaluation_bytes(full_trials=2, timing_sets=2) == (31 + 5 * 10) * GB
+
+
 def test_a_screen_holds_one_point_at_a_time_so_it_reserves_far_less_than_an_evaluation():
     size = TaskSize(input_bytes=6 * GB, output_bytes=6 * GB)
     # judge: the reference and its copy of one point's output; worker: trial 0's inputs and
