@@ -29,7 +29,7 @@ class TaskSize:
     param_bytes: int = 0  # one model's parameters and buffers
 
     def evaluation_bytes(self, *, full_trials: int, timing_sets: int) -> int:
-        """Peak bytes of one evaluation while the worker runs: the worker's largest holding
+        """Peak bytes of one evaluation: the worker's largest holding
         (every trial's inputs, built before the candidate loads, the first trial's output
         and that trial's inputs made again from their seed to check the forward left them
         unchanged; or, once each trial's inputs are let go after its check, the timing
