@@ -39,8 +39,9 @@ class _Profiling:
 
 
 def _worker(device) -> Worker:
-    worker = Worker.__new__(Worker)  # only what profile_baseline uses
+    worker = Worker.__new__(Worker)  # only what profile_baseline (and, given variants, run_baseline) uses
     worker.device = device
+    worker.trials = []
     worker.job = SimpleNamespace(timing=SimpleNamespace(sets=[0]))
     worker.fresh_inputs = lambda index: [torch.ones(8)]
     return worker
@@ -160,3 +161,21 @@ def test_a_failed_baselines_error_keeps_its_end(tmp_path, monkeypatch):
         ev.close()
     assert r.correct and r.eager_ms is None
     assert r.metrics["baseline_error"].endswith("RuntimeError: the eager forward ran out of memory")
+
+
+def test_a_baseline_lets_its_trials_inputs_go_before_its_timed_runs_make_their_own():
+    """The baseline job's worker builds every trial's inputs, as every job does; its timed
+    runs make fresh sets from the same seeds, so holding both would be twice the inputs (at
+    full size, the difference between fitting on the device and running out of it)."""
+    module = SimpleNamespace(Model=lambda: torch.nn.ReLU())
+    worker = Worker.__new__(Worker)
+    worker.device = SimpleNamespace(name="cpu", to_device=lambda m: m)
+    worker.job = SimpleNamespace(init_seed=1, compile_baseline=False, timing=SimpleNamespace(sets=[0, 1]))
+    worker.variants = [{"module": module, "init": []}]
+    worker.trials = [{"inputs": [torch.ones(4)]}, {"inputs": [torch.ones(4)]}]
+    worker.wait_go = lambda: True
+    worker.send = lambda message: None
+    held_while_timing = []
+    worker.time_model = lambda model, timing, **kw: held_while_timing.append([t["inputs"] for t in worker.trials])
+    worker.run_baseline()
+    assert held_while_timing == [[None, None]]
