@@ -3,10 +3,13 @@ model, extract its tasks, then load every task the way the judge loads one, and 
 the outcome as one JSON line.
 
     python benchmarks/kernelbench_extract.py [FILES ...] --out runs/kb_extract [--published]
+        [--device cpu|cuda] [--jobs N]
 
 FILES default to every file of `<kernelbench>/level3`. Per model, under OUT/<file stem>/:
 the task files and manifest.json (`python -m foundry.extract FILE --out OUT/<stem>
---device cpu --set ...`), `extract.log`, and `check.json`. A model whose manifest.json and
+--device DEVICE --set ...`), `extract.log`, and `check.json`. `--device cuda` extracts on
+the GPU and runs the check's references there; `--jobs N` runs N models at once (their
+processes share the device). A model whose manifest.json and
 check.json are there is not run again (delete its folder to redo it). OUT/results.jsonl
 gets one line per model (model, ok or failed, seconds, task count, region labels, or the
 error's last line); a table of all of them is printed at the end.
@@ -28,6 +31,7 @@ three models narrower layers. `--published` runs the files as published instead.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import math
 import os
@@ -119,9 +123,9 @@ def _last_line(text: str) -> str:
 
 
 # ---------------------------------------------------------------- the judge's load of a task folder
-def check_folder(folder: Path) -> dict:
+def check_folder(folder: Path, device: str = "cpu") -> dict:
     """In this process: load the extracted tasks of `folder` as the judge does (module
-    docstring); {"ok": bool, "tasks": [...], "error": str}."""
+    docstring), their references run on `device`; {"ok": bool, "tasks": [...], "error": str}."""
     import torch
 
     from foundry.evaluate.device import get_device
@@ -136,7 +140,7 @@ def check_folder(folder: Path) -> dict:
     if set(tasks) != set(want):
         return {"ok": False, "tasks": [], "error": f"the task loader found {sorted(tasks)}, manifest.json lists "
                                                    f"{sorted(want)}"}
-    runner = ReferenceRunner(get_device("cpu"))
+    runner = ReferenceRunner(get_device(device))
     seen = []
     for name, region in want.items():
         task = tasks[name]
@@ -161,14 +165,14 @@ def check_folder(folder: Path) -> dict:
 
 
 # ---------------------------------------------------------------- one model
-def run_model(file: Path, out: Path, *, published: bool, timeout_s: float) -> dict:
+def run_model(file: Path, out: Path, *, published: bool, timeout_s: float, device: str = "cpu") -> dict:
     stem = file.stem
     folder = out / stem
     folder.mkdir(parents=True, exist_ok=True)
     sets = [] if published else SETTINGS.get(stem, [])
-    cmd = [sys.executable, "-m", "foundry.extract", str(file), "--out", str(folder), "--device", "cpu",
+    cmd = [sys.executable, "-m", "foundry.extract", str(file), "--out", str(folder), "--device", device,
            *[x for s in sets for x in ("--set", s)]]
-    record = {"model": stem, "settings": sets, "status": "failed", "extract_s": None, "check_s": None,
+    record = {"model": stem, "device": device, "settings": sets, "status": "failed", "extract_s": None, "check_s": None,
               "tasks": 0, "labels": [], "skipped": 0, "capture": None, "error": ""}
     manifest = folder / "manifest.json"
     if not manifest.is_file():
@@ -192,7 +196,7 @@ def run_model(file: Path, out: Path, *, published: bool, timeout_s: float) -> di
                   skipped_reasons=sorted({s["reason"] for s in m["skipped"] if "below min_share" not in s["reason"]}))
     t0 = time.monotonic()
     try:
-        p = subprocess.run([sys.executable, __file__, "--check-one", str(folder)], cwd=ROOT, capture_output=True,
+        p = subprocess.run([sys.executable, __file__, "--check-one", str(folder), "--device", device], cwd=ROOT, capture_output=True,
                            text=True, timeout=timeout_s, env=_env())
         check = json.loads((folder / CHECK).read_text()) if p.returncode == 0 and (folder / CHECK).is_file() \
             else {"ok": False, "error": f"the check exited {p.returncode}: {_last_line(p.stderr + p.stdout)}"}
@@ -221,11 +225,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="runs/kb_extract")
     ap.add_argument("--published", action="store_true", help="the files' own sizes, no --set")
     ap.add_argument("--timeout-s", type=float, default=900, help="per model, for extraction and for the check")
+    ap.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                    help="where models are extracted and the check's references run")
+    ap.add_argument("--jobs", type=int, default=1, help="models extracted at once")
     ap.add_argument("--check-one", metavar="DIR", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.check_one:
         folder = Path(a.check_one)
-        (folder / CHECK).write_text(json.dumps(check_folder(folder), indent=1) + "\n")
+        (folder / CHECK).write_text(json.dumps(check_folder(folder, a.device), indent=1) + "\n")
         return 0
     files = sorted((Path(f) for f in a.files), key=_number) if a.files else sorted(LEVEL3.glob("*.py"), key=_number)
     if not files:
@@ -237,20 +244,29 @@ def main(argv: list[str] | None = None) -> int:
         for line in (out / RESULTS).read_text().splitlines():
             r = json.loads(line)
             done[r["model"]] = r
-    records = []
+    if a.jobs < 1:
+        raise SystemExit(f"--jobs must be at least 1, got {a.jobs}")
+    records = {}
+    todo = []
     for file in files:
         stem = file.stem
         prev = done.get(stem)
         if prev and (out / stem / "manifest.json").is_file() and (out / stem / CHECK).is_file():
-            records.append(prev)
-            continue
-        r = run_model(file.resolve(), out, published=a.published, timeout_s=a.timeout_s)
-        done[stem] = r
-        records.append(r)
-        with (out / RESULTS).open("a") as f:
-            f.write(json.dumps(r) + "\n")
-        print(f"{stem}: {r['status']} ({r['extract_s']} s extract, {r['check_s']} s check), {r['tasks']} task(s)"
-              + (f": {r['error']}" if r["error"] else ""), flush=True)
+            records[stem] = prev
+        else:
+            todo.append(file)
+    with concurrent.futures.ThreadPoolExecutor(max_workers=a.jobs) as pool:
+        running = {pool.submit(run_model, file.resolve(), out, published=a.published, timeout_s=a.timeout_s,
+                               device=a.device): file.stem for file in todo}
+        for future in concurrent.futures.as_completed(running):
+            r = future.result()
+            stem = running[future]
+            records[stem] = r
+            with (out / RESULTS).open("a") as f:  # written here, one thread: a crash loses no finished model
+                f.write(json.dumps(r) + "\n")
+            print(f"{stem}: {r['status']} ({r['extract_s']} s extract, {r['check_s']} s check), {r['tasks']} task(s)"
+                  + (f": {r['error']}" if r["error"] else ""), flush=True)
+    records = [records[file.stem] for file in files]
     print(table(records))
     return 0 if all(r["status"] == "ok" for r in records) else 1
 
