@@ -49,7 +49,7 @@ from foundry.deploy.speed import SideBySide
 from foundry.deploy.state import rebound_by_forward
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
-from foundry.extract.observe import observe
+from foundry.extract.observe import observe, with_values
 from foundry.extract.spec import check_runs, checked_model
 from foundry.extract.split import Region, param_tensor, split
 from foundry.extract.subgraph import region_arguments, region_module
@@ -117,6 +117,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     obs = observe(gm, inputs)
     regions = split(gm, obs)
     entries = {r.key: r for r in manifest.regions}
+    # the inputs of the regions the manifest has (what a kernel is checked against its region on)
+    obs = with_values(gm, inputs, {n for r in regions if r.key in entries for n in r.inputs})
     kernels = {k.task_id: k for k in run.kernels}
     passed = list(run.passed_over)
     chosen = []

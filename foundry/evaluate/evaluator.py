@@ -51,7 +51,7 @@ from foundry.evaluate.static_checks import check_source
 from foundry.evaluate.task_setup import TaskSetup
 from foundry.evaluate.task_size import TaskTooLarge
 from foundry.evaluate.timed_runs import check_timed_runs
-from foundry.evaluate.triage import triage
+from foundry.evaluate.triage import timed_runs_error, triage
 from foundry.evaluate.verdict import Findings
 from foundry.evaluate.warm_worker import WarmWorker, warm_worker_for
 from foundry.types import TASK_TOO_LARGE, Candidate, EvalResult, ScreenedPoint, Stage, Task
@@ -223,6 +223,9 @@ class Evaluator:
             raise WorkerOutOfMemory(next((line for line in reversed(lines) if "out of memory" in line), "")[:300])
         if failed is not None:
             return self._result(task, cand, t0, failed.stage, flags=failed.flags, error=failed.error, **common)
+        timed_failed = timed_runs_error(out)
+        if timed_failed is not None and timed_failed.out_of_memory and retry_out_of_memory:
+            raise WorkerOutOfMemory(timed_failed.last_line())
         with self.gate.shared():  # the judge's device work, never during another lane's timing
             return self._judge(task, job, out, backend, f, ref_ops, phases, common)
 
@@ -249,7 +252,9 @@ class Evaluator:
         if f.stage == Stage.CORRECT and not f.flags:
             timing_msgs = out.of_kind("timing")
             if not timing_msgs:
-                f.lower(Stage.RUNTIME, "the worker ended before its timed runs finished: " + out.exit_text())
+                timed_failed = timed_runs_error(out)
+                why = out.exit_text() if timed_failed is None else "its timed runs failed: " + timed_failed.last_line()
+                f.lower(Stage.RUNTIME, "the worker ended before its timed runs finished: " + why)
             else:
                 with phases.measure("timed_output_check"):
                     runtime, spread = check_timed_runs(f, out, timing_msgs[0], references, job, metrics,

@@ -255,6 +255,7 @@ class Worker:
         tensors = []
         self.send({"kind": "repeat", "index": 0, "tree": output_tree.encode_tree(out, tensors), "trial_parts": parts},
                   tensors)
+        del out, tensors  # sent: the timed runs' sets need the room (GBs at full size)
         go = self.wait_go()
         if job.timing is not None and go:
             self.time_model(models[0], job.timing, kind="timing")
@@ -295,10 +296,10 @@ class Worker:
                                            **extra_kw)
             self.send({"kind": "timing_end", **(extra or {})})  # before the outputs are packed
         except BaseException:  # noqa: BLE001
-            self.send({"kind": "error" if fatal else "screen_error", "stage": "runtime", **(extra or {}),
-                       "error": traceback.format_exc()})
-            if fatal:
+            if fatal:  # with out_of_memory: the judge tries such an evaluation again, the device reserved whole
+                self.send(failure("runtime", phase="timing", **(extra or {})))
                 raise SystemExit(0)
+            self.send({"kind": "screen_error", "stage": "runtime", **(extra or {}), "error": traceback.format_exc()})
             return
         tensors: list = []
         last = list(res.pop("last_outputs"))

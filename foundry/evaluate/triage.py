@@ -4,7 +4,10 @@ A job that failed before all its trials were reported failed at the task itself 
 worker), at the build (no "compiled" message: Stage.COMPILE) or at a trial (Stage.RUNTIME);
 `triage` says which, with the worker's error, its output's tail and, where memory ran
 out, the host-memory cap that applied. Runtime compiles the worker's compile guard
-caught are flagged here too, whatever else happened.
+caught are flagged here too, whatever else happened. A job whose trials all came back but
+whose timed runs failed is not triage's: `timed_runs_error` gives the worker's error from
+them (the judge says it, and tries again an evaluation whose timed runs ran out of device
+memory).
 """
 
 from __future__ import annotations
@@ -61,3 +64,23 @@ def triage(out: JobOutcome, job: Job, f: Findings, *, memory_mb: float) -> JobFa
         text += "\n--- worker output (tail) ---\n" + log[-2000:]
     f.errors.insert(0, text)
     return JobFailure(stage, tuple(f.flags), "\n".join(f.errors), out_of_memory=out_of_memory)
+
+
+@dataclass(frozen=True)
+class TimedRunsError:
+    """The error the worker sent when its timed runs failed, after every trial."""
+
+    error: str  # the worker's traceback
+    out_of_memory: bool  # the device ran out of memory
+
+    def last_line(self) -> str:
+        lines = [ln.strip() for ln in self.error.splitlines() if ln.strip()]
+        return lines[-1][:300] if lines else "no error text"
+
+
+def timed_runs_error(out: JobOutcome) -> TimedRunsError | None:
+    """The worker's error from its timed runs, if it sent one."""
+    for m in out.of_kind("error"):
+        if m.header.get("phase") == "timing":
+            return TimedRunsError(str(m.header.get("error", "")), m.header.get("out_of_memory") is True)
+    return None

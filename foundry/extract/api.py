@@ -17,7 +17,7 @@ from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
 from foundry.extract.manifest import MANIFEST_FILE, Manifest, Occurrence, RegionEntry, fingerprint, write_manifest
 from foundry.evaluate.movement_ops import MOVEMENT_OPS
-from foundry.extract.observe import observe
+from foundry.extract.observe import observe, with_values
 from foundry.extract.opkinds import op_name
 from foundry.extract.split import Region, param_tensor, split
 from foundry.extract.subgraph import region_arguments, region_module
@@ -167,6 +167,8 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
     folder = Path(out)
     clear_folder(folder)
     groups = group_regions(regions)
+    # the tensors the written tasks and their timing read: each group's first region's inputs and outputs
+    obs = with_values(gm, inputs, {n for g in groups for n in (*g[0].inputs, *g[0].outputs)})
     forward_ms, *region_ms = interleaved_median_ms(
         [lambda: model(*inputs)] + [_region_call(gm, g[0], obs) for g in groups], device=device)
     by_name = {n.name: n for n in gm.graph.nodes}

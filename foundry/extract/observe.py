@@ -1,8 +1,16 @@
-"""Run a captured graph once on real inputs and keep what every node produced: the
-concrete shapes, dtypes and value statistics (a graph captured with dynamic shapes only
-knows symbols), and the values themselves, which region timing and the check of each
-written task run on. A value that a later in-place op changes is recorded as it was
-before the change."""
+"""Run a captured graph on real inputs and keep what its nodes produced: the concrete
+shapes, dtypes and value statistics of every tensor (a graph captured with dynamic
+shapes only knows symbols), and the values themselves where they are needed, which region
+timing and the check of each written task run on. A value that a later in-place op changes
+is recorded as it was before the change.
+
+Two runs, so that extraction holds about what the forward itself holds: `observe` keeps
+every node's TensorInfo but no tensor (each is let go after its last use, as in the
+forward), and the non-tensor values (a recurrent layer's tuple, say); `with_values`, once
+the regions are known, runs the graph again and keeps only the tensors named (the
+regions' inputs and outputs). Keeping every intermediate made extraction need several
+times the forward's memory (an attention over 16384 positions asked for 48 GiB more on an
+80 GB GPU)."""
 
 from __future__ import annotations
 
@@ -17,7 +25,9 @@ from foundry.extract.values import TensorInfo
 
 @dataclass(frozen=True)
 class Observed:
-    """`values[name]`: what node `name` produced; `infos[name]`: its TensorInfo (tensor nodes only)."""
+    """`values[name]`: what node `name` produced (after `observe`, only the non-tensor
+    values; after `with_values`, the tensors asked for too); `infos[name]`: its TensorInfo
+    (tensor nodes only)."""
 
     values: dict
     infos: dict
@@ -37,23 +47,42 @@ def _mutated(gm: fx.GraphModule) -> set:
 
 
 class _Recorder(fx.Interpreter):
-    def __init__(self, gm: fx.GraphModule):
-        super().__init__(gm, garbage_collect_values=False)
-        self.seen: dict = {}
+    """Records the TensorInfo of every tensor node, the non-tensor values, and the tensors
+    of the nodes named in `keep` (None: no tensor)."""
+
+    def __init__(self, gm: fx.GraphModule, keep: frozenset | None):
+        super().__init__(gm, garbage_collect_values=True)
+        self.keep = keep or frozenset()
+        self.values: dict = {}
+        self.infos: dict = {}
         self.mutated = _mutated(gm)
 
     def run_node(self, n: fx.Node):
         out = super().run_node(n)
-        # a value an in-place op changes later is kept as it was here: a region reading it
-        # is timed and checked on what it read, not on what the mutation made of it
-        self.seen[n.name] = out.clone() if n.name in self.mutated and isinstance(out, torch.Tensor) else out
+        if isinstance(out, torch.Tensor):
+            # measured now: an in-place op later may change the tensor
+            self.infos[n.name] = TensorInfo.of(out)
+            if n.name in self.keep:
+                # a value an in-place op changes later is kept as it was here: a region reading
+                # it is timed and checked on what it read, not on what the mutation made of it
+                self.values[n.name] = out.clone() if n.name in self.mutated else out
+        else:
+            self.values[n.name] = out
         return out
 
 
-def observe(gm: fx.GraphModule, inputs: tuple) -> Observed:
-    """Interpret `gm` on `inputs` (no grad) and record every node's value."""
-    rec = _Recorder(gm)
+def _run(gm: fx.GraphModule, inputs: tuple, keep: frozenset | None) -> Observed:
+    rec = _Recorder(gm, keep)
     with torch.no_grad():
         rec.run(*inputs)
-    infos = {name: TensorInfo.of(v) for name, v in rec.seen.items() if isinstance(v, torch.Tensor)}
-    return Observed(values=dict(rec.seen), infos=infos)
+    return Observed(values=dict(rec.values), infos=dict(rec.infos))
+
+
+def observe(gm: fx.GraphModule, inputs: tuple) -> Observed:
+    """Interpret `gm` on `inputs` (no grad): every tensor's TensorInfo, the non-tensor values."""
+    return _run(gm, inputs, None)
+
+
+def with_values(gm: fx.GraphModule, inputs: tuple, names) -> Observed:
+    """Interpret `gm` on `inputs` again, keeping the tensors of the nodes in `names` too."""
+    return _run(gm, inputs, frozenset(names))

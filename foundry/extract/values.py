@@ -34,12 +34,7 @@ class TensorInfo:
             return TensorInfo(tuple(t.shape), dtype)
         d = t.detach()
         if d.is_floating_point():
-            f = d.float()
-            finite = f[torch.isfinite(f)]
-            if finite.numel() == 0:
-                finite = torch.zeros(1)
-            mean, std = float(finite.mean()), float(finite.std()) if finite.numel() > 1 else 0.0
-            lo, hi = float(finite.min()), float(finite.max())
+            mean, std, lo, hi = _finite_stats(d)
         elif d.dtype == torch.bool:
             mean, std, lo, hi = float(d.float().mean()), 0.0, 0.0, 1.0
         else:
@@ -119,3 +114,42 @@ def make_tensor(info: TensorInfo, *, device: str | torch.device = "cpu", spread_
     lo, hi = info.draw_range(spread_constant=spread_constant)
     return draw(info.shape, info.torch_dtype, mean=info.mean, std=info.draw_std(spread_constant=spread_constant),
                 lo=lo, hi=hi).to(device)
+
+
+STATS_CHUNK = 1 << 24  # elements per slab the statistics are taken over
+
+
+def _slabs(d: torch.Tensor):
+    """`d` flat, in slabs of about STATS_CHUNK elements along its first dim (a slab of a
+    non-contiguous tensor is copied, never the whole tensor)."""
+    if d.dim() == 0:
+        yield d.reshape(1)
+        return
+    per_row = max(1, d[0].numel())
+    step = max(1, STATS_CHUNK // per_row)
+    for i in range(0, d.shape[0], step):
+        yield d[i:i + step].reshape(-1)
+
+
+def _finite_stats(d: torch.Tensor) -> tuple[float, float, float, float]:
+    """(mean, std, min, max) of the finite values of floating-point `d` (all 0.0 where
+    none is), merged over slabs (Chan's parallel variance) so that a tensor of several GB
+    needs a few slabs' worth of temporaries, not copies of itself."""
+    n, mean, m2, lo, hi = 0, 0.0, 0.0, math.inf, -math.inf
+    for slab in _slabs(d):
+        f = slab.double()
+        f = f[torch.isfinite(f)]
+        k = f.numel()
+        if k == 0:
+            continue
+        k_mean = float(f.mean())
+        k_m2 = float((f - k_mean).square().sum())
+        delta = k_mean - mean
+        total = n + k
+        mean += delta * k / total
+        m2 += k_m2 + delta * delta * n * k / total
+        n = total
+        lo, hi = min(lo, float(f.min())), max(hi, float(f.max()))
+    if n == 0:
+        return 0.0, 0.0, 0.0, 0.0
+    return mean, math.sqrt(m2 / (n - 1)) if n > 1 else 0.0, lo, hi

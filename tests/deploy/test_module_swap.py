@@ -11,7 +11,7 @@ import torch.nn as nn
 
 from foundry.deploy.module_swap import exact_module, module_calls, module_site, share_clone
 from foundry.extract.capture import capture
-from foundry.extract.observe import observe
+from foundry.extract.observe import observe, with_values
 from foundry.extract.split import split
 from foundry.extract.subgraph import region_arguments, region_module
 
@@ -32,8 +32,9 @@ def Net(twice: bool = False) -> nn.Module:
 def _regions(model):
     inputs = (torch.randn(8, 16),)
     gm = capture(model.eval(), inputs, method="export").graph_module
-    obs = observe(gm, inputs)
-    return gm, obs, inputs, {r.label: r for r in split(gm, obs)}
+    found = split(gm, observe(gm, inputs))
+    obs = with_values(gm, inputs, {n for r in found for n in r.inputs})
+    return gm, obs, inputs, {r.label: r for r in found}
 
 
 def test_a_region_is_exactly_a_submodule_only_when_nothing_else_computes_in_it():

@@ -131,3 +131,31 @@ def test_a_worker_that_runs_out_of_device_memory_is_tried_again_once_and_then_ju
     assert not result.correct and "evaluator_error" not in result.flags
     assert result.stage == int(Stage.RUNTIME) and "CUDA out of memory" in result.error
     assert "CUDA out of memory" in result.metrics["judge_out_of_memory_retried"]
+
+
+OUT_OF_MEMORY_WHEN_TIMED = '''
+import torch
+import torch.nn as nn
+from foundry.kernels import c
+lib = c.build("void noop(void) {}")
+CALLS = [0]
+class ModelNew(nn.Module):
+    def forward(self, x):
+        lib.noop()
+        CALLS[0] += 1
+        if CALLS[0] > 12:  # past the trials and the repeat: the timed runs
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 7.00 GiB")
+        return torch.relu(x)
+'''
+
+
+def test_timed_runs_that_run_out_of_device_memory_are_tried_again_and_then_say_why(relu_task):
+    """Every trial came back correct, then the timed runs ran out of device memory: the
+    evaluation is tried again with the device reserved whole, and its verdict names the
+    error (not only 'the worker exited with code 0')."""
+    cand = Candidate.make(task_id=relu_task.task_id, source=OUT_OF_MEMORY_WHEN_TIMED, backend="c")
+    with Evaluator(config=EvalConfig.from_config({"device": "cpu", "allow_torch_ops": True})) as ev:
+        result = ev.evaluate(task=relu_task, candidate=cand)
+    assert not result.correct and result.stage == int(Stage.RUNTIME), result.error
+    assert "its timed runs failed: torch.OutOfMemoryError: CUDA out of memory" in result.error
+    assert "CUDA out of memory" in result.metrics["judge_out_of_memory_retried"]

@@ -14,7 +14,7 @@ from foundry.extract import UserModelError, extract, read_manifest
 from foundry.extract.__main__ import main as extract_main
 from foundry.extract.capture import capture
 from foundry.extract.manifest import fingerprint
-from foundry.extract.observe import observe
+from foundry.extract.observe import observe, with_values
 from foundry.extract.split import param_tensor, split
 from foundry.extract.taskcheck import load_task_model
 from foundry.tasks.inputs import InputSpec, make_inputs
@@ -64,8 +64,9 @@ def test_task_files_load_and_reproduce_every_occurrence(mlp_tasks):
     model, inputs, out, manifest = mlp_tasks
     assert [t.task_id for t in load_suite(path=out, profile="auto")] == [r.task_id for r in manifest.regions]
     gm = capture(model, inputs).graph_module
-    obs = observe(gm, inputs)
-    regions = {r.nodes: r for r in split(gm, obs)}
+    found = split(gm, observe(gm, inputs))
+    regions = {r.nodes: r for r in found}
+    obs = with_values(gm, inputs, {n for r in found for n in (*r.inputs, *r.outputs)})
     for entry in manifest.regions:
         task = load_task(out / entry.file)
         drawn = make_inputs(build_module(task), InputSpec(seed=1))
@@ -223,3 +224,31 @@ def test_a_spec_whose_file_or_function_fails_is_named_with_the_reason(tmp_path):
     raising.write_text("def build():\n    raise RuntimeError('no weights here')\n")
     with pytest.raises(UserModelError, match=r"build\(\) raised RuntimeError: no weights here"):
         load_spec(f"{raising}:build")
+
+
+def test_observing_keeps_no_tensor_until_asked_and_then_only_those(mlp_tasks):
+    """The first run keeps every tensor's description but no tensor (extraction would
+    otherwise hold every intermediate of the forward at once); the second keeps the named."""
+    model, inputs, _, _ = mlp_tasks
+    gm = capture(model, inputs).graph_module
+    described = observe(gm, inputs)
+    assert described.infos and not any(isinstance(v, torch.Tensor) for v in described.values.values())
+    some = sorted(described.infos)[:2]
+    kept = with_values(gm, inputs, some)
+    assert sorted(k for k, v in kept.values.items() if isinstance(v, torch.Tensor)) == some
+    assert kept.infos == described.infos
+
+
+def test_tensor_statistics_over_slabs_match_the_whole_tensors(monkeypatch):
+    """The statistics are taken slab by slab (a multi-GB activation gets no full-size
+    copies); merged, they are the whole tensor's, non-finite values left out."""
+    import foundry.extract.values as values
+    monkeypatch.setattr(values, "STATS_CHUNK", 7)
+    t = torch.randn(13, 5, 3) * 3 + 1
+    t[2, 1, 0], t[11, 4, 2] = float("inf"), float("nan")
+    finite = t[torch.isfinite(t)].double()
+    info = values.TensorInfo.of(t.transpose(0, 2))  # non-contiguous: each slab copied on its own
+    assert info.mean == pytest.approx(float(finite.mean())) and info.std == pytest.approx(float(finite.std()))
+    assert (info.lo, info.hi) == (float(finite.min()), float(finite.max()))
+    assert values.TensorInfo.of(torch.tensor(2.5)).mean == 2.5
+    assert values.TensorInfo.of(torch.full((4,), float("nan"))).std == 0.0

@@ -16,7 +16,7 @@ from foundry.evaluate.reference import ReferenceRunner
 from foundry.extract import UserModelError, extract, read_manifest
 from foundry.extract.__main__ import main as extract_main
 from foundry.extract.capture import capture
-from foundry.extract.observe import observe
+from foundry.extract.observe import observe, with_values
 from foundry.extract.split import param_tensor, split
 from foundry.extract.taskcheck import load_task_model
 from foundry.tasks.inputs import InputSpec
@@ -54,8 +54,9 @@ def _reproduces(model, inputs, out, manifest, method=None):
     """Every task reproduces its region on the captured values, and loads and runs in the
     judge's reference step."""
     gm = capture(model, inputs, method=method).graph_module
-    obs = observe(gm, inputs)
-    regions = {r.nodes: r for r in split(gm, obs)}
+    found = split(gm, observe(gm, inputs))
+    regions = {r.nodes: r for r in found}
+    obs = with_values(gm, inputs, {n for r in found for n in (*r.inputs, *r.outputs)})
     runner = ReferenceRunner(get_device("cpu"))
     assert [t.task_id for t in load_suite(path=out, profile="full")] == [r.task_id for r in manifest.regions]
     for task, entry in zip(load_suite(path=out, profile="full"), manifest.regions):
