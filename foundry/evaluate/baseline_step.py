@@ -65,7 +65,7 @@ class BaselineStep:
             if cached is not None:
                 return cached
             out = run(job, deadline_s=self.config.baseline_timeout_s, task=task)
-            b = baseline_from(out, phases)
+            b = baseline_from(out, phases, compile_expected=job.compile_baseline)
             b = dataclasses.replace(b, error=self._clean(b.error))
             if b.eager_ms:
                 self.cache.put(key, b)

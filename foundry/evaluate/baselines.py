@@ -69,9 +69,11 @@ class BaselineCache:
         self._records.put(key, {**asdict(value), "torch": torch.__version__})
 
 
-def baseline_from(out: Any, phases: PhaseTimes) -> Baseline:
+def baseline_from(out: Any, phases: PhaseTimes, *, compile_expected: bool = False) -> Baseline:
     """The eager and torch.compile times of a baseline job's outcome (a JobOutcome), each
-    checked against the judge's clock; their wall times go into `phases`."""
+    checked against the judge's clock; their wall times go into `phases`. A time missing
+    without the worker's error (`compile_expected`: the job was to time torch.compile too)
+    gets how the worker ended as its error."""
     eager = compiled = compile_s = None
     kernels: dict = {}
     start = end = None
@@ -95,6 +97,7 @@ def baseline_from(out: Any, phases: PhaseTimes) -> Baseline:
         elif kind == "baseline_kernels":  # profiled after both timed runs
             kernels = {w: m.header[w] for w in ("eager", "compile") if isinstance(m.header.get(w), dict)}
     errors = out.of_kind("error")
-    err = str(errors[0].header.get("error", "")) if errors else ("" if eager else out.exit_text())
+    complete = eager is not None and (compiled is not None or not compile_expected)
+    err = str(errors[0].header.get("error", "")) if errors else ("" if complete else out.exit_text())
     return Baseline(eager_ms=eager, compile_ms=compiled, compile_s=compile_s, error=err,
                     eager_kernels=kernels.get("eager"), compile_kernels=kernels.get("compile"))

@@ -106,6 +106,12 @@ def test_a_baseline_jobs_outcome_carries_each_forwards_kernels():
     assert b.eager_kernels == EAGER and b.compile_kernels == compiled
     plain = baseline_from(JobOutcome(messages=timed("eager", 1.0), started_at=0.5), PhaseTimes())
     assert plain.eager_ms == 2.0 and plain.eager_kernels is None  # a CPU baseline: no profile
+    assert not plain.error
+    # torch.compile was to be timed too, and the worker ended without it or a word on why
+    ended = JobOutcome(messages=timed("eager", 1.0), started_at=0.5, status=11 << 8)
+    no_compile = baseline_from(ended, PhaseTimes(), compile_expected=True)
+    assert no_compile.eager_ms == 2.0 and no_compile.compile_ms is None
+    assert no_compile.error == "worker exited with code 11"
 
 
 def test_the_baselines_are_profiled_after_both_timed_runs(monkeypatch):
