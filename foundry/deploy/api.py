@@ -118,7 +118,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     regions = split(gm, obs)
     entries = {r.key: r for r in manifest.regions}
     # the inputs of the regions the manifest has (what a kernel is checked against its region on)
-    obs = with_values(gm, inputs, {n for r in regions if r.key in entries for n in r.inputs})
+    obs = with_values(gm, inputs, {n for r in regions if r.key in entries for n in r.inputs}, obs)
     kernels = {k.task_id: k for k in run.kernels}
     passed = list(run.passed_over)
     chosen = []

@@ -50,9 +50,10 @@ class _Recorder(fx.Interpreter):
     """Records the TensorInfo of every tensor node, the non-tensor values, and the tensors
     of the nodes named in `keep` (None: no tensor)."""
 
-    def __init__(self, gm: fx.GraphModule, keep: frozenset | None):
+    def __init__(self, gm: fx.GraphModule, keep: frozenset | None, *, describe: bool = True):
         super().__init__(gm, garbage_collect_values=True)
         self.keep = keep or frozenset()
+        self.describe = describe
         self.values: dict = {}
         self.infos: dict = {}
         self.mutated = _mutated(gm)
@@ -60,8 +61,8 @@ class _Recorder(fx.Interpreter):
     def run_node(self, n: fx.Node):
         out = super().run_node(n)
         if isinstance(out, torch.Tensor):
-            # measured now: an in-place op later may change the tensor
-            self.infos[n.name] = TensorInfo.of(out)
+            if self.describe:  # measured now: an in-place op later may change the tensor
+                self.infos[n.name] = TensorInfo.of(out)
             if n.name in self.keep:
                 # a value an in-place op changes later is kept as it was here: a region reading
                 # it is timed and checked on what it read, not on what the mutation made of it
@@ -71,18 +72,18 @@ class _Recorder(fx.Interpreter):
         return out
 
 
-def _run(gm: fx.GraphModule, inputs: tuple, keep: frozenset | None) -> Observed:
-    rec = _Recorder(gm, keep)
+def observe(gm: fx.GraphModule, inputs: tuple) -> Observed:
+    """Interpret `gm` on `inputs` (no grad): every tensor's TensorInfo, the non-tensor values."""
+    rec = _Recorder(gm, None)
     with torch.no_grad():
         rec.run(*inputs)
     return Observed(values=dict(rec.values), infos=dict(rec.infos))
 
 
-def observe(gm: fx.GraphModule, inputs: tuple) -> Observed:
-    """Interpret `gm` on `inputs` (no grad): every tensor's TensorInfo, the non-tensor values."""
-    return _run(gm, inputs, None)
-
-
-def with_values(gm: fx.GraphModule, inputs: tuple, names) -> Observed:
-    """Interpret `gm` on `inputs` again, keeping the tensors of the nodes in `names` too."""
-    return _run(gm, inputs, frozenset(names))
+def with_values(gm: fx.GraphModule, inputs: tuple, names, described: Observed) -> Observed:
+    """Interpret `gm` on `inputs` again, keeping the tensors of the nodes in `names` too;
+    the descriptions are `described`'s (what `observe` made of the same run)."""
+    rec = _Recorder(gm, frozenset(names), describe=False)
+    with torch.no_grad():
+        rec.run(*inputs)
+    return Observed(values=dict(rec.values), infos=dict(described.infos))

@@ -32,8 +32,9 @@ def Net(twice: bool = False) -> nn.Module:
 def _regions(model):
     inputs = (torch.randn(8, 16),)
     gm = capture(model.eval(), inputs, method="export").graph_module
-    found = split(gm, observe(gm, inputs))
-    obs = with_values(gm, inputs, {n for r in found for n in r.inputs})
+    described = observe(gm, inputs)
+    found = split(gm, described)
+    obs = with_values(gm, inputs, {n for r in found for n in r.inputs}, described)
     return gm, obs, inputs, {r.label: r for r in found}
 
 

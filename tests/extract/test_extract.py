@@ -64,9 +64,10 @@ def test_task_files_load_and_reproduce_every_occurrence(mlp_tasks):
     model, inputs, out, manifest = mlp_tasks
     assert [t.task_id for t in load_suite(path=out, profile="auto")] == [r.task_id for r in manifest.regions]
     gm = capture(model, inputs).graph_module
-    found = split(gm, observe(gm, inputs))
+    described = observe(gm, inputs)
+    found = split(gm, described)
     regions = {r.nodes: r for r in found}
-    obs = with_values(gm, inputs, {n for r in found for n in (*r.inputs, *r.outputs)})
+    obs = with_values(gm, inputs, {n for r in found for n in (*r.inputs, *r.outputs)}, described)
     for entry in manifest.regions:
         task = load_task(out / entry.file)
         drawn = make_inputs(build_module(task), InputSpec(seed=1))
@@ -234,9 +235,11 @@ def test_observing_keeps_no_tensor_until_asked_and_then_only_those(mlp_tasks):
     described = observe(gm, inputs)
     assert described.infos and not any(isinstance(v, torch.Tensor) for v in described.values.values())
     some = sorted(described.infos)[:2]
-    kept = with_values(gm, inputs, some)
+    kept = with_values(gm, inputs, some, described)
     assert sorted(k for k, v in kept.values.items() if isinstance(v, torch.Tensor)) == some
     assert kept.infos == described.infos
+    for name in some:  # the kept tensors are the described ones
+        assert list(kept.values[name].shape) == list(described.infos[name].shape)
 
 
 def test_tensor_statistics_over_slabs_match_the_whole_tensors(monkeypatch):

@@ -54,9 +54,10 @@ def _reproduces(model, inputs, out, manifest, method=None):
     """Every task reproduces its region on the captured values, and loads and runs in the
     judge's reference step."""
     gm = capture(model, inputs, method=method).graph_module
-    found = split(gm, observe(gm, inputs))
+    described = observe(gm, inputs)
+    found = split(gm, described)
     regions = {r.nodes: r for r in found}
-    obs = with_values(gm, inputs, {n for r in found for n in (*r.inputs, *r.outputs)})
+    obs = with_values(gm, inputs, {n for r in found for n in (*r.inputs, *r.outputs)}, described)
     runner = ReferenceRunner(get_device("cpu"))
     assert [t.task_id for t in load_suite(path=out, profile="full")] == [r.task_id for r in manifest.regions]
     for task, entry in zip(load_suite(path=out, profile="full"), manifest.regions):
