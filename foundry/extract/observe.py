@@ -50,7 +50,7 @@ class _Recorder(fx.Interpreter):
     """Records the TensorInfo of every tensor node, the non-tensor values, and the tensors
     of the nodes named in `keep` (None: no tensor)."""
 
-    def __init__(self, gm: fx.GraphModule, keep: frozenset | None, *, describe: bool = True):
+    def __init__(self, gm: fx.GraphModule, keep: frozenset | None, *, describe: bool):
         super().__init__(gm, garbage_collect_values=True)
         self.keep = keep or frozenset()
         self.describe = describe
@@ -72,18 +72,21 @@ class _Recorder(fx.Interpreter):
         return out
 
 
-def observe(gm: fx.GraphModule, inputs: tuple) -> Observed:
-    """Interpret `gm` on `inputs` (no grad): every tensor's TensorInfo, the non-tensor values."""
-    rec = _Recorder(gm, None)
+def _run(gm: fx.GraphModule, inputs: tuple, keep: frozenset | None, *, describe: bool) -> _Recorder:
+    rec = _Recorder(gm, keep, describe=describe)
     with torch.no_grad():
         rec.run(*inputs)
+    return rec
+
+
+def observe(gm: fx.GraphModule, inputs: tuple) -> Observed:
+    """Interpret `gm` on `inputs` (no grad): every tensor's TensorInfo, the non-tensor values."""
+    rec = _run(gm, inputs, None, describe=True)
     return Observed(values=dict(rec.values), infos=dict(rec.infos))
 
 
 def with_values(gm: fx.GraphModule, inputs: tuple, names, described: Observed) -> Observed:
     """Interpret `gm` on `inputs` again, keeping the tensors of the nodes in `names` too;
     the descriptions are `described`'s (what `observe` made of the same run)."""
-    rec = _Recorder(gm, frozenset(names), describe=False)
-    with torch.no_grad():
-        rec.run(*inputs)
+    rec = _run(gm, inputs, frozenset(names), describe=False)
     return Observed(values=dict(rec.values), infos=dict(described.infos))
