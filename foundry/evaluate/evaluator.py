@@ -31,7 +31,7 @@ from foundry.evaluate.backends import BackendSpec
 from foundry.evaluate.baseline_step import BaselineStep
 from foundry.evaluate.baselines import Baseline
 from foundry.evaluate.config import EvalConfig
-from foundry.evaluate.correctness import idle_reply, judge_outputs
+from foundry.evaluate.correctness import idle_reply, judge_outputs, release_judged_trials
 from foundry.evaluate.device import get_device
 from foundry.evaluate.device_gate import DeviceGate
 from foundry.evaluate.device_memory import (OOM_RETRY_WAIT_S, WorkerOutOfMemory, judge_out_of_memory, release,
@@ -256,6 +256,7 @@ class Evaluator:
                 why = out.exit_text() if timed_failed is None else "its timed runs failed: " + timed_failed.last_line()
                 f.lower(Stage.RUNTIME, "the worker ended before its timed runs finished: " + why)
             else:
+                release_judged_trials(f, out, job, references)
                 with phases.measure("timed_output_check"):
                     runtime, spread = check_timed_runs(f, out, timing_msgs[0], references, job, metrics,
                                                        atol=atol, rtol=rtol, rescaled=self._rescaled(task, job))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from foundry.evaluate.correctness import judge_outputs
+from foundry.evaluate.correctness import judge_outputs, release_judged_trials
 from foundry.evaluate.job import Job
 from foundry.evaluate.sandbox import JobOutcome
 from foundry.evaluate.timed_runs import check_timed_runs
@@ -31,6 +31,7 @@ def judge_recheck(f: Findings, out: JobOutcome, job: Job, *, runtime: float, spr
     g = Findings()
     judge_outputs(g, out, job, refs, launch_key=launch_key, allow_torch_ops=allow_torch_ops,
                   reference_ops=reference_ops, atol=atol, rtol=rtol)
+    release_judged_trials(g, out, job, refs)
     again, again_spread = check_timed_runs(g, out, timing_msgs[0], refs, job, metrics,
                                            atol=atol, rtol=rtol, rescaled=rescaled)
     if g.stage != Stage.CORRECT or g.flags:

@@ -49,10 +49,12 @@ class JobOutcome:
     stopped_s: float = 0.0  # the child was stopped this long for other lanes' timed sections
     forked_ahead: bool = False  # the job ran in a child forked before it came (standby)
 
-    def drop_tensors(self) -> None:
-        """Let go of every received tensor (once the outputs are judged)."""
+    def drop_tensors(self, kinds: tuple[str, ...] | None = None) -> None:
+        """Let go of every received tensor (once the outputs are judged), or only those of
+        messages of `kinds`."""
         for m in self.messages:
-            m.tensors = []
+            if kinds is None or m.header.get("kind") in kinds:
+                m.tensors = []
 
     def of_kind(self, kind: str) -> list[Message]:
         return [m for m in self.messages if m.header.get("kind") == kind]
