@@ -38,7 +38,7 @@ def _step(cmd: list[str], log: Path, timeout_s: float) -> float:
 
 
 def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None, out: str,
-               max_autotune: bool = False) -> None:
+               max_autotune: bool = False, elimination_s: float | None = None) -> None:
     """In this process: deploy the model of `spec` from `run_dir`, check it against the
     original and write what was seen to `out` (JSON)."""
     import torch
@@ -51,7 +51,8 @@ def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None
 
     model, _ = load_spec(spec, device=device, overrides=size_overrides(overrides))
     t0 = time.monotonic()
-    deployed = deploy(model, run_dir)
+    bound = {} if elimination_s is None else {"elimination_s": elimination_s}  # None: deploy's default
+    deployed = deploy(model, run_dir, **bound)
     deploy_s = time.monotonic() - t0
     info = deployed.foundry_deploy
     inputs = example_inputs_of(read_run(run_dir, model).manifest)
@@ -59,7 +60,7 @@ def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None
     record = {
         "spec": spec, "overrides": overrides, "torch": torch.__version__, "threads": r.threads,
         "returned": info.returned, "swapped": [[t, list(m)] for t, m, _ in info.swapped],
-        "passed_over": [[t, why] for t, why in info.passed_over], "deploy_timings_ms": dict(info.timings),
+        "passed_over": [[t, why] for t, why in info.passed_over], "untried": list(info.untried), "deploy_timings_ms": dict(info.timings),
         "deploy_confirmation_ms": dict(info.confirmation),
         "deploy_s": deploy_s, "max_abs_err": r.max_abs_err, "eager_ms": r.eager_ms, "compile_ms": r.compile_ms,
         "max_autotune_ms": r.max_autotune_ms,
@@ -101,7 +102,8 @@ def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev:
               f"budget.wall_time_s={a.search_s}", f"hydra.run.dir={d / 'run'}"], a.search_s + 600),
             ("deploy", d / "deploy.json",
              [sys.executable, __file__, spec, "--deploy-one", str(d / "run"), str(d / "deploy.json"), *sets, *dev,
-              *(["--max-autotune"] if a.max_autotune else [])], 3600)]
+              *(["--max-autotune"] if a.max_autotune else []),
+              *([] if a.elimination_s is None else ["--elimination-s", str(a.elimination_s)])], 3600)]
     for name, output, cmd, timeout_s in plan:
         if output.is_file():
             continue
@@ -119,10 +121,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE", help="passed to extract/deploy")
     ap.add_argument("--device", default=None)
     ap.add_argument("--max-autotune", action="store_true", help="time torch.compile's max-autotune mode too")
+    ap.add_argument("--elimination-s", type=float, default=None,
+                    help="deploy's time for trying regions one at a time (default: deploy's own)")
     ap.add_argument("--deploy-one", nargs=2, metavar=("RUN_DIR", "OUT_JSON"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.deploy_one:
-        deploy_one(a.files[0], a.deploy_one[0], a.set, a.device, a.deploy_one[1], max_autotune=a.max_autotune)
+        deploy_one(a.files[0], a.deploy_one[0], a.set, a.device, a.deploy_one[1], max_autotune=a.max_autotune,
+                   elimination_s=a.elimination_s)
         return 0
     sets = [x for s in a.set for x in ("--set", s)]
     dev = ["--device", a.device] if a.device else []

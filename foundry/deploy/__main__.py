@@ -8,7 +8,9 @@ torch.compile of the original (measured, same process; with --max-autotune its
 max-autotune mode too).
 
 A region stays in only where the model with it is faster than without it, timed here
-(--no-speed-check: every correct kernel, eager, untimed; --no-compile: no compiled forms). Exit 0 on success, 2 for a bad SPEC, a run directory made for another model or a kernel
+(--no-speed-check: every correct kernel, eager, untimed; --no-compile: no compiled forms;
+--elimination-s: how long the one-region-at-a-time tries may take, each compiling the
+model; the regions not tried by then stay in). Exit 0 on success, 2 for a bad SPEC, a run directory made for another model or a kernel
 whose shapes no longer match (the message names it)."""
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from foundry.deploy.api import deploy, example_inputs_of
+from foundry.deploy.api import ELIMINATION_S, deploy, example_inputs_of
 from foundry.deploy.check import check
 from foundry.deploy.runinfo import read_run
 from foundry.extract.errors import UserModelError
@@ -36,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --check, time torch.compile(mode='max-autotune') of the original too (minutes to compile)")
     ap.add_argument("--no-speed-check", action="store_true",
                     help="swap in every correct kernel the run judged faster, without timing the model here")
+    ap.add_argument("--elimination-s", type=float, default=ELIMINATION_S,
+                    help=f"time for trying the regions one at a time, the weakest kernel first (default "
+                         f"{ELIMINATION_S:.0f}); those not tried by then stay in")
     ap.add_argument("--device", default=None, help="run the model there (as for foundry.extract)")
     ap.add_argument("--sizes", choices=("full", "small"), default="full", help="a task file's sizes")
     ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
@@ -45,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         model, _ = load_spec(args.spec, device=args.device, sizes=args.sizes,
                              overrides=size_overrides(args.set))
         deployed = deploy(model, args.run_dir, tasks_dir=args.tasks, check_speed=not args.no_speed_check,
-                          with_compile=not args.no_compile)
+                          with_compile=not args.no_compile, elimination_s=args.elimination_s)
         info = deployed.foundry_deploy
         into = {"modules": " (into the model's own submodules)", "graph": " (into the captured graph)"}.get(info.form, "")
         print(f"{type(model).__name__}: {len(info.swapped)} region occurrence(s) swapped in from {info.run_dir}{into}")
@@ -53,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {task_id:<28} {', '.join(modules) or '(model)'}  ->  {op}")
         for task_id, why in info.passed_over:
             print(f"  kept original: {task_id}: {why}")
+        if info.untried:
+            print(f"  kept without a try of their own (--elimination-s spent): {', '.join(info.untried)}")
         for name, ms in info.timings:
             print(f"  timed here, end to end: {name:<44} {ms:.4g} ms")
         for name, ms in info.confirmation:

@@ -76,8 +76,10 @@ class DeployInfo:
     timings: tuple = ()  # (name, ms) of every model timed end to end in the final round (check_speed)
     # (name, ms) of the deployed winner of that round and of the original's fastest form, timed again
     confirmation: tuple = ()
+    untried: tuple = ()  # task ids of regions kept without a try of their own (elimination_s spent)
 
 
+ELIMINATION_S = 300.0  # each try compiles the model: bounded on models with dozens of regions
 FORM_MODULES = "modules"  # a copy of the user's model, swapped submodules' forwards running the kernels
 FORM_GRAPH = "graph"  # the captured GraphModule, its regions replaced by custom-op calls
 
@@ -98,10 +100,13 @@ def _occurrence_of(entry, region):
 
 
 def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
-           tasks_dir: str | Path | None = None, check_speed: bool = True, with_compile: bool = True) -> nn.Module:
+           tasks_dir: str | Path | None = None, check_speed: bool = True, with_compile: bool = True,
+           elimination_s: float | None = ELIMINATION_S) -> nn.Module:
     """The fastest of the model with the run's kernels swapped in (a copy of it, or its
     captured GraphModule), the original model and, with `with_compile`, torch.compile of
     either (see the module doc); `.foundry_deploy` of what comes back is a DeployInfo.
+    `elimination_s` bounds the one-region-at-a-time tries (foundry.deploy.choose; None: no
+    bound).
     Raises UserModelError for a run directory made for another model or a kernel whose
     shapes no longer match."""
     if not isinstance(model, nn.Module):
@@ -152,7 +157,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         op = register_region_op(dispatch)
         chosen.append(Swap(region=region, call=region_call(op, dispatch), dispatch=dispatch,
                            path=exact_module(gm, region), fallback=fallback, args=tuple(args),
-                           record=(entry.task_id, tuple(occ.modules), str(op))))
+                           record=(entry.task_id, tuple(occ.modules), str(op)),
+                           judged=best.speedup_compile if best.speedup_compile is not None else best.speedup_eager))
     for entry in manifest.regions:
         if entry.task_id in kernels and entry.task_id not in found:
             passed.append((entry.task_id, "its region is not in the model as captured now"))
@@ -177,13 +183,14 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         deployed, form, swaps = build(chosen)[0]
         return _deployed(deployed, info, form, EAGER, swaps, chosen)
     device = str(inputs[0].device)
-    choice = choose(model, build, chosen, inputs, device=device, modes=compile_modes(device, with_compile),
-                    dispatches=[s.dispatch for s in chosen])
+    weakest_first = sorted(chosen, key=lambda s: s.judged)
+    choice = choose(model, build, weakest_first, inputs, device=device, modes=compile_modes(device, with_compile),
+                    dispatches=[s.dispatch for s in chosen], elimination_s=elimination_s)
     winner = choice.winner
     passed = info.passed_over + tuple((s.record[0], f"kernel at {', '.join(s.record[1]) or '(model)'}: {why}")
                                       for s, why in choice.dropped)
     info = replace(info, passed_over=passed, timings=choice.timings, confirmation=choice.confirmation,
-                   returned=winner.name,
+                   returned=winner.name, untried=tuple(s.record[0] for s in choice.untried),
                    model_speed=SideBySide(swapped_ms=dict(choice.timings)[winner.name],
                                           original_ms=choice.original_ms))
     if not winner.form:
@@ -211,6 +218,7 @@ class Swap:
     fallback: fx.GraphModule  # the region's original code
     args: tuple  # the values it sees in the model
     record: tuple
+    judged: float  # the run's speedup for its task over torch.compile (over eager where it has none)
 
 
 def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, sites: dict) -> list:

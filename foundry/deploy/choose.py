@@ -9,9 +9,12 @@ torch.compile the region's code is fused with its neighbours by Inductor, while 
 op is a wall the fusion stops at; in eager the deployed graph runs ops the module did not
 and each region adds its launch. So the decision is the whole model's, not the kernel's.
 
-The regions are tried out one at a time (backward elimination: drop a region where the
-model without it is faster, keep it otherwise); with one region left, the model without it
-is the original, which the final timing holds.
+The regions are tried out one at a time, the weakest kernel first (backward elimination:
+drop a region where the model without it is faster, keep it otherwise); with one region
+left, the model without it is the original, which the final timing holds. Each try
+compiles a model, so on a model with dozens of regions the elimination stops once it has
+spent `elimination_s`: the regions not yet tried stay in (`Choice.untried`), and the final
+timing against the original's forms still decides what comes back.
 
 A deployed model that wins the final timing is timed once more against the fastest of the
 original's forms alone, in longer and more rounds (CONFIRM_ROUNDS of CONFIRM_ROUND_S), and
@@ -21,6 +24,7 @@ round by 7% and then ran 19% slower than torch.compile of the original in `check
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
@@ -39,7 +43,8 @@ class Choice:
     left out by the elimination; `kept`: the swaps in the deployed contenders timed last;
     `confirmation`: (contender name, ms) of the deployed model that won the final timing and
     of the fastest of the original's forms, timed again (empty when no deployed model won);
-    the deployed one is the winner only if it was the faster there too."""
+    the deployed one is the winner only if it was the faster there too; `untried`: the
+    swaps kept without a try of their own, the elimination's time being spent."""
 
     winner: Contender
     timings: tuple
@@ -47,6 +52,7 @@ class Choice:
     dropped: tuple
     kept: tuple
     confirmation: tuple = ()
+    untried: tuple = ()
 
 
 def _best(contenders: list, times: list) -> tuple:
@@ -55,21 +61,23 @@ def _best(contenders: list, times: list) -> tuple:
 
 
 def choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs: tuple, *, device: str,
-           modes: tuple, dispatches=()) -> Choice:
+           modes: tuple, dispatches=(), elimination_s: float | None = None) -> Choice:
     """The fastest of the original and the deployed models. `build(swaps)` makes the
     deployed forms holding `swaps`, as [(model, form, swaps in it)], the one with every
-    swap first (only that one is also compiled, in each of `modes`). The call counts of
-    `dispatches` (RegionDispatch) are left as they were."""
+    swap first (only that one is also compiled, in each of `modes`). `swaps` are tried in
+    their order (the weakest first), until `elimination_s` is spent (None: no limit). The
+    call counts of `dispatches` (RegionDispatch) are left as they were."""
     calls = [(d.kernel_calls, d.fallback_calls) for d in dispatches]
     try:
-        return _choose(model, build, swaps, inputs, device=device, modes=modes)
+        return _choose(model, build, swaps, inputs, device=device, modes=modes, elimination_s=elimination_s)
     finally:
         for d, (k, f) in zip(dispatches, calls):
             d.kernel_calls, d.fallback_calls = k, f
 
 
 def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs: tuple, *, device: str,
-            modes: tuple) -> Choice:
+            modes: tuple, elimination_s: float | None) -> Choice:
+    started = time.monotonic()
     cache: dict = {}  # the contenders of the current set of swaps and of the one tried
 
     def ids(kept: tuple) -> tuple:
@@ -85,8 +93,12 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
 
     current = tuple(swaps)
     dropped = []
-    for swap in list(current):
+    untried: tuple = ()
+    for n, swap in enumerate(swaps):
         if len(current) < 2:
+            break
+        if elimination_s is not None and time.monotonic() - started > elimination_s:
+            untried = tuple(swaps[n:])
             break
         trial = tuple(s for s in current if s is not swap)
         with_it, without = deployed(current), deployed(trial)
@@ -112,4 +124,4 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
         if again[0] >= again[1]:
             winner = base
     return Choice(winner=winner, timings=tuple((c.name, t) for c, t in zip(final, times)), original_ms=times[0],
-                  dropped=tuple(dropped), kept=current, confirmation=confirmation)
+                  dropped=tuple(dropped), kept=current, confirmation=confirmation, untried=untried)

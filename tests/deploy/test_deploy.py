@@ -524,3 +524,42 @@ def test_with_a_region_in_a_module_and_one_across_modules_the_faster_form_is_kep
     assert info.model_speed.speedup == pytest.approx(2.0)
     with torch.no_grad():
         torch.testing.assert_close(faster(*inputs), model(*inputs))
+
+
+def test_regions_not_tried_in_the_elimination_time_stay_in(mlp_run, monkeypatch):
+    """With no elimination time, neither occurrence is tried on its own: both stay in
+    (though the model would be faster without the second), `untried` names them, and the
+    final timing against the original's forms still decides."""
+    model, inputs, _, run, task_id = mlp_run
+    ms = {("blocks.0.fc1", "blocks.1.fc1"): 2.0, ("blocks.0.fc1",): 1.0, ("blocks.1.fc1",): 2.5, (): 3.0}
+    scripted_clock(monkeypatch, lambda c: ms[_mods(c)] + (0.01 if c.compiled else 0.0))
+    got = deploy(model, run, example_inputs=inputs, elimination_s=0.0)
+    info = got.foundry_deploy
+    assert info.returned == "deployed (graph)" and len(info.swapped) == 2
+    assert info.untried == (task_id, task_id)
+    assert not any("the model without it was faster" in w for _, w in info.passed_over)
+
+
+def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
+    """choose tries the swaps in the order given (deploy gives the lowest judged speedup
+    first) and stops trying once elimination_s is spent."""
+    import foundry.deploy.choose as choose
+    tried = []
+
+    def clock(cs, inputs, **k):
+        tried.append(tuple(tuple(c.swaps) for c in cs))
+        return [1.0 + 0.1 * len(c.swaps) for c in cs]  # each swap slows the model: every try drops one
+
+    monkeypatch.setattr(choose, "time_contenders", clock)
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    got = choose.choose(torch.nn.Identity(), build, ["weak", "middle", "strong"], (torch.ones(1),), device="cpu",
+                        modes=())
+    assert tried[0] == (("weak", "middle", "strong"), ("middle", "strong"))
+    assert tried[1] == (("middle", "strong"), ("strong",))
+    assert [s for s, _ in got.dropped] == ["weak", "middle"] and got.kept == ("strong",) and got.untried == ()
+    tried.clear()
+    clock_now = iter([0.0, 0.0, 100.0, 100.0, 100.0])
+    monkeypatch.setattr(choose.time, "monotonic", lambda: next(clock_now))
+    got = choose.choose(torch.nn.Identity(), build, ["weak", "middle", "strong"], (torch.ones(1),), device="cpu",
+                        modes=(), elimination_s=50.0)
+    assert [s for s, _ in got.dropped] == ["weak"] and got.untried == ("middle", "strong")
