@@ -2,8 +2,11 @@
 its replacements are drawn from (task inputs, task parameters, deploy's example inputs).
 
 Floating-point tensors are drawn as N(mean, std) (uniformly in the captured [min, max]
-where every captured value was >= 0, so a variance stays a variance); integer tensors uniformly in the
-captured [min, max] (index tensors stay in range); booleans with the captured share of
+where every captured value was >= 0, so a variance stays a variance); one whose captured
+values were all its min or its max (a float mask of 0s and 1s, such as a causal mask
+sliced from a buffer and compared with 0) takes those two values, the max with the
+captured share, so a comparison with either still sees both; integer tensors uniformly in
+the captured [min, max] (index tensors stay in range); booleans with the captured share of
 True. A parameter whose values are all equal (a fresh LayerNorm's ones) is drawn with a
 spread, so a kernel that ignores it cannot pass as correct."""
 
@@ -14,6 +17,7 @@ from dataclasses import dataclass
 
 import torch
 
+MIN_TWO_VALUED = 16  # elements a floating-point tensor needs before two values make it a mask
 MIN_SPREAD = 0.1  # std of a drawn parameter whose captured values were all equal (relative to |mean|, or absolute)
 
 
@@ -26,6 +30,7 @@ class TensorInfo:
     lo: float = 0.0
     hi: float = 0.0
     contiguous: bool = True
+    two_valued: bool = False  # floating point, every captured value lo or hi (lo < hi)
 
     @staticmethod
     def of(t: torch.Tensor) -> "TensorInfo":
@@ -35,6 +40,8 @@ class TensorInfo:
         d = t.detach()
         if d.is_floating_point():
             mean, std, lo, hi = _finite_stats(d)
+            two = lo < hi and d.numel() >= MIN_TWO_VALUED and _only(d, lo, hi)
+            return TensorInfo(tuple(int(s) for s in t.shape), dtype, mean, std, lo, hi, bool(t.is_contiguous()), two)
         elif d.dtype == torch.bool:
             mean, std, lo, hi = float(d.float().mean()), 0.0, 0.0, 1.0
         else:
@@ -66,19 +73,20 @@ class TensorInfo:
         lo, hi = self.draw_range(spread_constant=spread_constant)
         return (f"_draw({shape_expr}, torch.{self.dtype}, mean={_lit(self.mean)}, "
                 f"std={_lit(self.draw_std(spread_constant=spread_constant))}, "
-                f"lo={_lit(lo)}, hi={_lit(hi)})")
+                f"lo={_lit(lo)}, hi={_lit(hi)}{', two=True' if self.two_valued else ''})")
 
     def signature(self) -> dict:
         return {"shape": list(self.shape), "dtype": self.dtype}
 
     def to_json(self) -> dict:
         return {"shape": list(self.shape), "dtype": self.dtype, "mean": self.mean, "std": self.std,
-                "lo": self.lo, "hi": self.hi, "contiguous": self.contiguous}
+                "lo": self.lo, "hi": self.hi, "contiguous": self.contiguous, "two_valued": self.two_valued}
 
     @staticmethod
     def from_json(d: dict) -> "TensorInfo":
         return TensorInfo(tuple(d["shape"]), str(d["dtype"]), float(d.get("mean", 0.0)), float(d.get("std", 1.0)),
-                          float(d.get("lo", 0.0)), float(d.get("hi", 0.0)), bool(d.get("contiguous", True)))
+                          float(d.get("lo", 0.0)), float(d.get("hi", 0.0)), bool(d.get("contiguous", True)),
+                          bool(d.get("two_valued", False)))
 
 
 def _lit(v: float) -> str:
@@ -91,11 +99,14 @@ def _lit(v: float) -> str:
 
 # The same function is written into every task file (DRAW_SOURCE), so a task file stands alone.
 DRAW_SOURCE = '''
-def _draw(shape, dtype, *, mean=0.0, std=1.0, lo=0.0, hi=0.0):
+def _draw(shape, dtype, *, mean=0.0, std=1.0, lo=0.0, hi=0.0, two=False):
     """A random tensor like the captured one: floats N(mean, std), or uniform in [lo, hi]
-    when every captured value was >= 0; integers uniform in [lo, hi]; booleans True with
-    probability mean."""
+    when every captured value was >= 0, or (`two`) each lo or hi, hi with the share the
+    mean says; integers uniform in [lo, hi]; booleans True with probability mean."""
     if dtype.is_floating_point:
+        if two:
+            b = (torch.rand(shape) < (mean - lo) / (hi - lo)).to(dtype)  # 0 or 1: the sum below is exact
+            return lo * (1 - b) + hi * b
         if lo >= 0:
             return (torch.rand(shape) * (hi - lo) + lo).to(dtype)
         return (torch.randn(shape) * std + mean).to(dtype)
@@ -113,7 +124,7 @@ def make_tensor(info: TensorInfo, *, device: str | torch.device = "cpu", spread_
     """A fresh random tensor drawn like `info` (the same rule the task files use)."""
     lo, hi = info.draw_range(spread_constant=spread_constant)
     return draw(info.shape, info.torch_dtype, mean=info.mean, std=info.draw_std(spread_constant=spread_constant),
-                lo=lo, hi=hi).to(device)
+                lo=lo, hi=hi, two=info.two_valued).to(device)
 
 
 STATS_CHUNK = 1 << 24  # elements per slab the statistics are taken over
@@ -129,6 +140,12 @@ def _slabs(d: torch.Tensor):
     step = max(1, STATS_CHUNK // per_row)
     for i in range(0, d.shape[0], step):
         yield d[i:i + step].reshape(-1)
+
+
+def _only(d: torch.Tensor, lo: float, hi: float) -> bool:
+    """Is every value of floating-point `d` either `lo` or `hi`? (Slab by slab; most
+    tensors answer no on their first slab.)"""
+    return all(bool(((slab == lo) | (slab == hi)).all()) for slab in _slabs(d))
 
 
 def _finite_stats(d: torch.Tensor) -> tuple[float, float, float, float]:

@@ -189,3 +189,43 @@ def test_a_region_nothing_reads_gets_no_task(tmp_path):
     model = UnusedWeights().eval()
     manifest = extract(model, (torch.randn(5, 2, 8),), tmp_path)
     assert manifest.regions and not manifest.skipped, manifest.skipped
+
+
+class CausalScores(nn.Module):
+    """Attention scores under a causal mask sliced from a float buffer of 1s and 0s and
+    compared with 0 (KernelBench's 43_MinGPTCausalAttention, tiny)."""
+
+    def __init__(self, max_len: int = 16):
+        super().__init__()
+        self.register_buffer("bias", torch.tril(torch.ones(max_len, max_len)).view(1, 1, max_len, max_len))
+
+    def forward(self, q, k):
+        t = q.size(-2)
+        att = (q @ k.transpose(-2, -1)) * 0.5
+        att = att.masked_fill(self.bias[:, :, :t, :t] == 0, float("-inf"))
+        return torch.softmax(att, dim=-1)
+
+
+def test_a_sliced_float_mask_is_drawn_as_a_mask_and_the_task_is_not_degenerate(tmp_path):
+    """The mask reaches the region as an input: drawn uniformly in [0, 1] it would never be
+    0, the masked_fill would never fire, and the judge would find the task ignoring it
+    (degenerate, no candidate judged). Drawn as 0s and 1s it masks, and the task passes."""
+    from foundry.extract.values import TensorInfo, make_tensor
+    from foundry.tasks.degeneracy import check_task
+    from foundry.tasks.inputs import make_inputs
+    from foundry.tasks.loader import build_module, load_task
+    torch.manual_seed(0)
+    model = CausalScores().eval()
+    manifest = extract(model, (torch.randn(2, 2, 12, 4), torch.randn(2, 2, 12, 4)), tmp_path)
+    task = load_task(tmp_path / manifest.regions[0].file, profile="full")
+    drawn = make_inputs(build_module(task), InputSpec(4))
+    assert len(drawn) == 3 and set(drawn[2].unique().tolist()) == {0.0, 1.0}, drawn[2].unique()
+    report = check_task(task, device="cpu", atol=None, rtol=None)
+    assert not report.degenerate, report.reason
+    assert TensorInfo.of(torch.tensor([0.25, 0.75] * 8)).two_valued
+    assert not TensorInfo.of(torch.tensor([0.25, 0.75])).two_valued  # too few values to call a mask
+    assert not TensorInfo.of(torch.randn(64)).two_valued
+    info = TensorInfo.of(torch.tril(torch.ones(32, 32)))
+    assert info.two_valued and TensorInfo.from_json(info.to_json()) == info
+    share = float(make_tensor(info).mean())
+    assert abs(share - info.mean) < 0.1
