@@ -1,5 +1,6 @@
 """KernelBench level-3 models as users' models: per model, extract, search, deploy and
-check, each step in its own process, resumable (a step whose output is there is skipped).
+check, each step in its own process, resumable (a step whose output is there is skipped; a
+search cut short is started again).
 
     python benchmarks/kernelbench_models.py ../shared/kernelbench/level3/4_LeNet5.py \\
         --out runs/kb_models --search-s 240 [--set batch_size=8] [--device cpu] [--max-autotune]
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -107,6 +109,9 @@ def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev:
     for name, output, cmd, timeout_s in plan:
         if output.is_file():
             continue
+        if name == "search" and (d / "run").exists():  # a search cut short (the call's time ran out)
+            shutil.rmtree(d / "run")  # starts again with its whole time, so every model gets the same
+            print(f"{d.name}: an unfinished search was there: removed, searching from the start", flush=True)
         steps[name] = round(_step(cmd, d / f"{name}.log", timeout_s), 1)
         steps_file.write_text(json.dumps(steps, indent=1))
         print(f"{d.name}: {name} took {steps[name]:.0f} s", flush=True)

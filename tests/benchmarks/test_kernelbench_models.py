@@ -44,3 +44,34 @@ def test_the_summary_names_the_regions_the_kernels_and_max_autotune(tmp_path):
     assert "conv2d_relu x2 (80%)" in line and "1 of 2 region(s) with a correct kernel" in line
     assert "max-autotune 1.9 ms" in line and "(1.250x the faster of eager and torch.compile)" in line
     assert "max-autotune" not in _script().summary("m", {**record, "max_autotune_ms": None}, manifest)
+
+
+def test_a_search_cut_short_starts_again_from_an_empty_run_folder(tmp_path, monkeypatch, capsys):
+    """A call's time ran out during a search: its run folder holds a run without a report.
+    The next call removes it and searches again (the main job refuses a folder holding a
+    run), with the model's whole search time."""
+    import argparse
+    script = _script()
+    d = tmp_path / "4_LeNet5"
+    (d / "tasks").mkdir(parents=True)
+    (d / "tasks" / "manifest.json").write_text("{}")
+    (d / "run").mkdir()
+    (d / "run" / "evaluations.jsonl").write_text("partial\n")
+    ran = []
+
+    def step(cmd, log, timeout_s):
+        ran.append(cmd)
+        if "foundry" in cmd and "-m" in cmd:
+            assert not (d / "run" / "evaluations.jsonl").exists()  # the cut run is gone before the search
+            (d / "run").mkdir(exist_ok=True)
+            (d / "run" / "report.md").write_text("done")
+        else:
+            (d / "deploy.json").write_text("{}")
+        return 1.0
+
+    monkeypatch.setattr(script, "_step", step)
+    a = argparse.Namespace(llm="none", search_s=60, max_autotune=False, elimination_s=None)
+    script.model_steps("4_LeNet5.py", d, a, [], [])
+    assert len(ran) == 2 and "budget.wall_time_s=60" in ran[0]
+    assert "unfinished search was there: removed" in capsys.readouterr().out
+    assert json.loads((d / "steps.json").read_text()) == {"search": 1.0, "deploy": 1.0}
