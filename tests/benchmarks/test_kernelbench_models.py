@@ -44,6 +44,8 @@ def test_the_summary_names_the_regions_the_kernels_and_max_autotune(tmp_path):
     assert "conv2d_relu x2 (80%)" in line and "1 of 2 region(s) with a correct kernel" in line
     assert "max-autotune 1.9 ms" in line and "(1.250x the faster of eager and torch.compile)" in line
     assert "max-autotune" not in _script().summary("m", {**record, "max_autotune_ms": None}, manifest)
+    beside = _script().summary("m", {**record, "returned_ms_beside_max_autotune": 1.52}, manifest)
+    assert "max-autotune 1.9 ms (1.250x: returned 1.52 ms beside it)" in beside
 
 
 def test_a_search_cut_short_starts_again_from_an_empty_run_folder(tmp_path, monkeypatch, capsys):
@@ -75,3 +77,56 @@ def test_a_search_cut_short_starts_again_from_an_empty_run_folder(tmp_path, monk
     assert len(ran) == 2 and "budget.wall_time_s=60" in ran[0]
     assert "unfinished search was there: removed" in capsys.readouterr().out
     assert json.loads((d / "steps.json").read_text()) == {"search": 1.0, "deploy": 1.0}
+
+
+def test_what_was_measured_is_written_before_max_autotune_compiles(tmp_path, monkeypatch):
+    """deploy.json holds the returned model's check before max-autotune's compile starts
+    (a call cut there keeps it, saying so), and max-autotune's round after."""
+    import torch
+
+    import foundry.deploy as deploy_pkg
+    import foundry.deploy.api as api
+    import foundry.deploy.check as check_mod
+    import foundry.deploy.runinfo as runinfo
+    import foundry.extract.spec as spec_mod
+    from foundry.deploy.check import CheckResult
+
+    model = torch.nn.Linear(2, 2)
+    monkeypatch.setattr(spec_mod, "load_spec", lambda *a, **k: (model, None))
+    monkeypatch.setattr(deploy_pkg, "deploy", lambda m, run_dir, **k: m)
+    model.foundry_deploy = api.DeployInfo(run_dir="r", tasks_dir="t", swapped=(), passed_over=(), dispatches=(),
+                                          returned="torch.compile(original)")
+    monkeypatch.setattr(runinfo, "read_run", lambda *a, **k: argparse_ns(manifest=None))
+    monkeypatch.setattr(api, "example_inputs_of", lambda manifest: (torch.ones(1, 2),))
+    out = tmp_path / "deploy.json"
+    calls = []
+
+    def check(original, deployed, inputs, *, with_compile=True, max_autotune=False):
+        calls.append(max_autotune)
+        if max_autotune:
+            assert json.loads(out.read_text())["max_autotune"].startswith("compiling")
+            if len(calls) == 2 and cut:
+                raise KeyboardInterrupt  # the call's limit, mid-compile
+        return CheckResult(max_abs_err=0.0, eager_ms=3.0, compile_ms=None if max_autotune else 2.0,
+                           deployed_ms=1.9 if max_autotune else 1.5, kernel_calls=0, fallback_calls=0, threads=1,
+                           max_autotune_ms=2.5 if max_autotune else None)
+
+    monkeypatch.setattr(check_mod, "check", check)
+    for cut in (True, False):
+        calls.clear()
+        try:
+            _script().deploy_one("m.py", "run", [], None, str(out), max_autotune=True)
+        except KeyboardInterrupt:
+            pass
+        record = json.loads(out.read_text())
+        assert calls == [False, True] and record["returned_ms"] == 1.5 and record["compile_ms"] == 2.0
+        if cut:
+            assert record["max_autotune_ms"] is None and record["max_autotune"].startswith("compiling")
+        else:
+            assert record["max_autotune_ms"] == 2.5 and record["returned_ms_beside_max_autotune"] == 1.9
+            assert record["max_autotune"].startswith("timed beside the returned model")
+
+
+def argparse_ns(**kw):
+    import argparse
+    return argparse.Namespace(**kw)
