@@ -7,8 +7,8 @@ each region whose structure key has a kernel the run judged correct and faster t
 gets a custom op (foundry.deploy.region_op; with a fake implementation, so torch.compile
 traces it without a graph break and Inductor compiles the rest of the graph around it).
 Every kernel is checked against its region's original code on the values the region sees
-in this capture before it goes in; one that differs is passed over (and said so in
-`.foundry_deploy`).
+in this capture before it goes in, by the judge's comparison and with TF32 off as in the
+judge; one that differs is passed over (and said so in `.foundry_deploy`).
 
 A region that is exactly one submodule's forward goes into a copy of the user's own model
 that shares its tensors (foundry.deploy.module_swap): the rest of the model keeps running

@@ -25,6 +25,7 @@ import torch.fx as fx
 import torch.nn as nn
 
 from foundry.evaluate.compare import compare
+from foundry.evaluate.cuda_timing import tf32_policy
 from foundry.extract.taskcheck import as_outputs, structure_mismatch
 
 NAMESPACE = "foundry_deploy"
@@ -142,8 +143,11 @@ def same_results(kernel: nn.Module, fallback: fx.GraphModule, args: tuple, n_act
                  *, atol: float | None = None, rtol: float | None = None) -> str | None:
     """None when `kernel` on the activations matches `fallback` on `args` by the judge's own
     comparison (foundry.evaluate.compare: `atol`/`rtol` as the task's TOLERANCES, None for
-    the judge's per-dtype defaults, so a bfloat16 region gets bfloat16's), else how not."""
-    with torch.no_grad():
+    the judge's per-dtype defaults, so a bfloat16 region gets bfloat16's), else how not.
+    Both run with TF32 off, as in the judge: torch's default lets cuDNN convolutions use
+    it, which puts a float32 reference off by TF32's error, beyond the judge's float32
+    tolerance."""
+    with torch.no_grad(), tf32_policy("off"):
         want = tuple(fallback(*args))
         got = kernel(*[a.contiguous() for a in args[:n_activations]])
     got = as_outputs(got)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Sequence
 
@@ -137,6 +138,18 @@ def apply_tf32_policy(policy: str) -> dict:
         torch.backends.cudnn.allow_tf32 = on
     return {"policy": policy, "matmul": bool(torch.backends.cuda.matmul.allow_tf32),
             "cudnn": bool(torch.backends.cudnn.allow_tf32)}
+
+
+@contextmanager
+def tf32_policy(policy: str):
+    """`apply_tf32_policy(policy)` for the block, torch's switches as they were after it;
+    "off" is how the judge computes and checks float32 (deploy checks a kernel the same way)."""
+    import torch
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    try:
+        yield apply_tf32_policy(policy)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def l2_flush_buffer(device=None):

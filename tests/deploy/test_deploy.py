@@ -563,3 +563,25 @@ def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
     got = choose.choose(torch.nn.Identity(), build, ["weak", "middle", "strong"], (torch.ones(1),), device="cpu",
                         modes=(), elimination_s=50.0)
     assert [s for s, _ in got.dropped] == ["weak"] and got.untried == ("middle", "strong")
+
+
+def test_a_kernel_is_checked_against_its_region_with_tf32_off_as_in_the_judge():
+    """torch lets cuDNN convolutions use TF32 by default; deploy's check of a kernel against
+    its region's code turns it off for both (the judge's float32), then restores it."""
+    from foundry.deploy.region_op import same_results
+    seen = []
+
+    class Region(torch.nn.Module):
+        def forward(self, x):
+            seen.append((torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32))
+            return (x * 2,)
+
+    saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+    torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, True
+    try:
+        x = torch.ones(4)
+        assert same_results(lambda t: Region()(t)[0], Region(), (x,), 1) is None
+        assert seen == [(False, False), (False, False)]
+        assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == (True, True)
+    finally:
+        torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
