@@ -13,7 +13,10 @@ model, interleaved in one process, and the largest error on fresh inputs; with
 beside the returned model in a second round, so a compile that outlives the call loses
 nothing measured before it), `steps.json` (each step's seconds). The
 last line printed per model is a summary: the regions and their shares, how many got a
-correct kernel in the run, the times and the error."""
+correct kernel in the run, the times and the error. With --extract-jobs N every model is
+extracted first, N at a time (extraction's only timings are the regions' shares of the
+forward, taken interleaved in one process, which order the search), then searched and
+deployed one at a time (those steps time kernels and have the machine to themselves)."""
 
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,13 +107,10 @@ def summary(name: str, record: dict, manifest_file: Path, covered: int | None = 
             f"max abs error {record['max_abs_err']:.3g}; {record['threads']} thread(s)")
 
 
-def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev: list[str]) -> None:
-    """Extract, search, deploy and check one model into `d`, skipping each step whose
-    output is there; each step's seconds go into d/steps.json."""
+def steps_plan(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev: list[str]) -> list:
+    """One model's steps into `d`: (name, the output that marks it done, command, timeout s)."""
     spec = str(Path(file).resolve())
-    steps_file = d / "steps.json"
-    steps = json.loads(steps_file.read_text()) if steps_file.is_file() else {}
-    plan = [("extract", d / "tasks" / "manifest.json",
+    return [("extract", d / "tasks" / "manifest.json",
              [sys.executable, "-m", "foundry.extract", spec, "--out", str(d / "tasks"), *sets, *dev], 3600),
             ("search", d / "run" / "report.md",
              [sys.executable, "-m", "foundry", f"tasks.path={d / 'tasks'}", f"llm={a.llm}",
@@ -118,6 +119,13 @@ def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev:
              [sys.executable, __file__, spec, "--deploy-one", str(d / "run"), str(d / "deploy.json"), *sets, *dev,
               *(["--max-autotune"] if a.max_autotune else []),
               *([] if a.elimination_s is None else ["--elimination-s", str(a.elimination_s)])], 3600)]
+
+
+def run_steps(d: Path, plan: list) -> None:
+    """Run the steps of `plan` whose output is not in `d` yet; each step's seconds go into
+    d/steps.json. Raises SystemExit naming the step that failed."""
+    steps_file = d / "steps.json"
+    steps = json.loads(steps_file.read_text()) if steps_file.is_file() else {}
     for name, output, cmd, timeout_s in plan:
         if output.is_file():
             continue
@@ -127,6 +135,27 @@ def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev:
         steps[name] = round(_step(cmd, d / f"{name}.log", timeout_s), 1)
         steps_file.write_text(json.dumps(steps, indent=1))
         print(f"{d.name}: {name} took {steps[name]:.0f} s", flush=True)
+
+
+def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev: list[str]) -> None:
+    """Extract, search, deploy and check one model into `d`, skipping each step whose
+    output is there."""
+    run_steps(d, steps_plan(file, d, a, sets, dev))
+
+
+def extract_all(files: list[str], dirs: dict, a: argparse.Namespace, sets: list[str], dev: list[str]) -> dict:
+    """Extract every model not extracted yet, `a.extract_jobs` at a time; {model name: why}
+    for those that failed."""
+    def one(file: str) -> tuple[str, str | None]:
+        d = dirs[file]
+        try:
+            run_steps(d, steps_plan(file, d, a, sets, dev)[:1])
+        except SystemExit as e:
+            return d.name, str(e)
+        return d.name, None
+
+    with ThreadPoolExecutor(max_workers=a.extract_jobs) as pool:
+        return {name: why for name, why in pool.map(one, files) if why is not None}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -140,6 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-autotune", action="store_true", help="time torch.compile's max-autotune mode too")
     ap.add_argument("--elimination-s", type=float, default=None,
                     help="deploy's time for trying regions one at a time (default: deploy's own)")
+    ap.add_argument("--extract-jobs", type=int, default=1, metavar="N",
+                    help="extract every model first, N at a time (then search and deploy one at a time)")
     ap.add_argument("--deploy-one", nargs=2, metavar=("RUN_DIR", "OUT_JSON"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.deploy_one:
@@ -148,10 +179,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     sets = [x for s in a.set for x in ("--set", s)]
     dev = ["--device", a.device] if a.device else []
+    dirs = {file: (Path(a.out) / Path(file).stem).resolve() for file in a.files}
+    for d in dirs.values():
+        d.mkdir(parents=True, exist_ok=True)
+    not_extracted = extract_all(a.files, dirs, a, sets, dev) if a.extract_jobs > 1 else {}
     failed = []
     for file in a.files:
-        d = (Path(a.out) / Path(file).stem).resolve()
-        d.mkdir(parents=True, exist_ok=True)
+        d = dirs[file]
+        if d.name in not_extracted:
+            print(f"{d.name}: {not_extracted[d.name]}", flush=True)
+            failed.append(d.name)
+            continue
         try:
             model_steps(file, d, a, sets, dev)
         except SystemExit as e:  # one model's failure is reported; the others go on

@@ -130,3 +130,42 @@ def test_what_was_measured_is_written_before_max_autotune_compiles(tmp_path, mon
 def argparse_ns(**kw):
     import argparse
     return argparse.Namespace(**kw)
+
+
+def test_with_extract_jobs_every_model_is_extracted_first_and_a_failure_is_not_retried(tmp_path):
+    bad = tmp_path / "1_Broken.py"
+    bad.write_text("raise RuntimeError('not a model')\n")
+    also_bad = tmp_path / "2_NoModel.py"
+    also_bad.write_text("x = 1\n")
+    p = subprocess.run([sys.executable, str(SCRIPT), str(bad), str(also_bad), "--out", str(tmp_path / "out"),
+                        "--extract-jobs", "2"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert p.stdout.count("1_Broken:") == 1 and p.stdout.count("2_NoModel:") == 1, p.stdout
+    assert "2 of 2 model(s) failed: 1_Broken, 2_NoModel" in p.stdout
+    assert all((tmp_path / "out" / m / "extract.log").is_file() for m in ("1_Broken", "2_NoModel"))
+
+
+def test_with_extract_jobs_the_searches_start_after_every_extraction(tmp_path, monkeypatch):
+    script = _script()
+    order = []
+    record = {"returned": "original", "swapped": [], "eager_ms": 2.0, "compile_ms": 1.0, "returned_ms": 1.0,
+              "max_abs_err": 0.0, "threads": 1}
+
+    def step(cmd, log, timeout_s):
+        d = log.parent
+        order.append((d.name, log.stem))
+        if log.stem == "extract":
+            (d / "tasks").mkdir()
+            (d / "tasks" / "manifest.json").write_text(json.dumps({"regions": []}))
+        elif log.stem == "search":
+            (d / "run").mkdir()
+            (d / "run" / "report.md").write_text("done")
+        else:
+            (d / "deploy.json").write_text(json.dumps(record))
+        return 1.0
+
+    monkeypatch.setattr(script, "_step", step)
+    monkeypatch.setattr(script, "covered_tasks", lambda run_dir: 0)
+    assert script.main(["a/1_A.py", "a/2_B.py", "--out", str(tmp_path), "--extract-jobs", "2"]) == 0
+    assert sorted(order[:2]) == [("1_A", "extract"), ("2_B", "extract")]
+    assert order[2:] == [("1_A", "search"), ("1_A", "deploy"), ("2_B", "search"), ("2_B", "deploy")]
