@@ -38,7 +38,7 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from foundry.deploy.choose import choose
+from foundry.deploy.choose import CONFIRM_MIN_GAIN, choose
 from foundry.deploy.contenders import EAGER, compile_modes
 from foundry.deploy.kernel import load_kernel
 from foundry.deploy.module_swap import exact_module, module_calls, module_site, share_clone, swap_forward
@@ -200,8 +200,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         why = f"{winner.name} was the fastest, timed side by side: {figures}"
         if choice.confirmation:
             (lost, lost_ms), (_, won_ms) = choice.confirmation
-            why = (f"{winner.name} was the fastest when timed again against {lost}, which had won the first "
-                   f"timing ({figures}): {won_ms:.4g} ms against {lost_ms:.4g} ms")
+            why = (f"{lost}, which had won the first timing ({figures}), was not {CONFIRM_MIN_GAIN:.0%} faster than "
+                   f"{winner.name} when the two were timed again: {lost_ms:.4g} ms against {won_ms:.4g} ms")
         return _original(winner.model, info, why, winner.compiled)
     return _deployed(winner.model, info, winner.form, winner.compiled, list(winner.swaps), list(choice.kept))
 

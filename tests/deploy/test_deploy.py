@@ -311,16 +311,18 @@ def test_the_fastest_of_original_compiled_and_deployed_comes_back(mlp_run, monke
         torch.testing.assert_close(got(*inputs), model(*inputs))
 
 
-@pytest.mark.parametrize("holds", [True, False])
-def test_a_deployed_winner_comes_back_only_if_it_is_faster_when_timed_again(mlp_run, monkeypatch, holds):
+@pytest.mark.parametrize("again_ms", [1.8, 1.97, 2.1])
+def test_a_deployed_winner_comes_back_only_if_it_is_faster_when_timed_again(mlp_run, monkeypatch, again_ms):
     """The deployed model wins the final timing by a little; timed again against
-    torch.compile of the original alone, in longer rounds, it is faster there too (it comes
-    back) or it is not (torch.compile of the original comes back, saying why)."""
+    torch.compile of the original alone (2.0 ms), in longer rounds, it is faster there by
+    the margin (1.8 ms: it comes back), inside the margin (1.97 ms) or slower (2.1 ms): then
+    torch.compile of the original comes back, saying why."""
     import foundry.deploy.choose as choose
     model, inputs, _, run, task_id = mlp_run
     first = {"original": 3.0, "torch.compile(original)": 2.0, "deployed (graph)": 2.5,
              "torch.compile(deployed (graph))": 1.9}
-    again = {"torch.compile(deployed (graph))": 1.8 if holds else 2.1, "torch.compile(original)": 2.0}
+    again = {"torch.compile(deployed (graph))": again_ms, "torch.compile(original)": 2.0}
+    holds = again_ms < 2.0 * (1 - choose.CONFIRM_MIN_GAIN)
     asked = []
 
     def clock(cs, inputs, **k):
@@ -338,7 +340,9 @@ def test_a_deployed_winner_comes_back_only_if_it_is_faster_when_timed_again(mlp_
         assert info.returned == "torch.compile(deployed (graph))" and len(info.swapped) == 2
     else:
         assert info.returned == "torch.compile(original)" and not info.swapped
-        assert "timed again against torch.compile(deployed (graph))" in info.original_kept, info.original_kept
+        assert info.original_kept.startswith("torch.compile(deployed (graph)), which had won the first timing"), \
+            info.original_kept
+        assert "was not 2% faster than torch.compile(original) when the two were timed again" in info.original_kept
         del model.foundry_deploy
     with torch.no_grad():
         torch.testing.assert_close(got(*inputs), model(*inputs))
