@@ -142,7 +142,7 @@ def apply_tf32_policy(policy: str) -> dict:
 
 @contextmanager
 def tf32_policy(policy: str):
-    """`apply_tf32_policy(policy)` for the block, torch's switches as they were after it;
+    """`apply_tf32_policy(policy)` inside the block, torch's switches restored after it;
     "off" is how the judge computes and checks float32 (deploy checks a kernel the same way)."""
     import torch
     saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
