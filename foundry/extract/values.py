@@ -38,16 +38,16 @@ class TensorInfo:
         if t.numel() == 0:
             return TensorInfo(tuple(t.shape), dtype)
         d = t.detach()
+        two = False
         if d.is_floating_point():
             mean, std, lo, hi = _finite_stats(d)
             two = lo < hi and d.numel() >= MIN_TWO_VALUED and _only(d, lo, hi)
-            return TensorInfo(tuple(int(s) for s in t.shape), dtype, mean, std, lo, hi, bool(t.is_contiguous()), two)
         elif d.dtype == torch.bool:
             mean, std, lo, hi = float(d.float().mean()), 0.0, 0.0, 1.0
         else:
             mean, std = float(d.double().mean()), 0.0
             lo, hi = float(d.min()), float(d.max())
-        return TensorInfo(tuple(int(s) for s in t.shape), dtype, mean, std, lo, hi, bool(t.is_contiguous()))
+        return TensorInfo(tuple(int(s) for s in t.shape), dtype, mean, std, lo, hi, bool(t.is_contiguous()), two)
 
     @property
     def torch_dtype(self) -> torch.dtype:
