@@ -152,13 +152,12 @@ def describe(*, device: int | None = None, measure: bool = True, refresh: bool =
 def _measure(device: int) -> tuple[float, float, float]:
     import torch
 
+    from foundry.evaluate.cuda_timing import tf32_policy
     from foundry.tasks.roofline import measure_ceilings
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    torch.backends.cuda.matmul.allow_tf32 = False
     try:
-        c = measure_ceilings(torch.device("cuda", device))
+        with tf32_policy("off"):  # the fp32 rate the judge's float32 runs at
+            c = measure_ceilings(torch.device("cuda", device))
     finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
         torch.cuda.empty_cache()
     return c.bandwidth_bytes_per_s, c.flops_per_s, c.half_flops_per_s
 
