@@ -3,6 +3,7 @@ and the next goes on; the per-model summary line from a deploy record and a run.
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import json
 import subprocess
@@ -52,7 +53,6 @@ def test_a_search_cut_short_starts_again_from_an_empty_run_folder(tmp_path, monk
     """A call's time ran out during a search: its run folder holds a run without a report.
     The next call removes it and searches again (the main job refuses a folder holding a
     run), with the model's whole search time."""
-    import argparse
     script = _script()
     d = tmp_path / "4_LeNet5"
     (d / "tasks").mkdir(parents=True)
@@ -96,7 +96,7 @@ def test_what_was_measured_is_written_before_max_autotune_compiles(tmp_path, mon
     monkeypatch.setattr(deploy_pkg, "deploy", lambda m, run_dir, **k: m)
     model.foundry_deploy = api.DeployInfo(run_dir="r", tasks_dir="t", swapped=(), passed_over=(), dispatches=(),
                                           returned="torch.compile(original)")
-    monkeypatch.setattr(runinfo, "read_run", lambda *a, **k: argparse_ns(manifest=None))
+    monkeypatch.setattr(runinfo, "read_run", lambda *a, **k: argparse.Namespace(manifest=None))
     monkeypatch.setattr(api, "example_inputs_of", lambda manifest: (torch.ones(1, 2),))
     out = tmp_path / "deploy.json"
     calls = []
@@ -125,11 +125,6 @@ def test_what_was_measured_is_written_before_max_autotune_compiles(tmp_path, mon
         else:
             assert record["max_autotune_ms"] == 2.5 and record["returned_ms_beside_max_autotune"] == 1.9
             assert record["max_autotune"].startswith("timed beside the returned model")
-
-
-def argparse_ns(**kw):
-    import argparse
-    return argparse.Namespace(**kw)
 
 
 def test_with_extract_jobs_every_model_is_extracted_first_and_a_failure_is_not_retried(tmp_path):
