@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -68,7 +69,7 @@ def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None
     record = {
         "spec": spec, "overrides": overrides, "torch": torch.__version__, "threads": r.threads,
         "returned": info.returned, "swapped": [[t, list(m)] for t, m, _ in info.swapped],
-        "passed_over": [[t, why] for t, why in info.passed_over], "untried": list(info.untried),
+        "passed_over": [[t, why] for t, why in info.passed_over], "untried": dict(Counter(info.untried)),
         "deploy_timings_ms": dict(info.timings), "deploy_confirmation_ms": dict(info.confirmation),
         "deploy_s": deploy_s, "max_abs_err": r.max_abs_err, "eager_ms": r.eager_ms, "compile_ms": r.compile_ms,
         "returned_ms": r.deployed_ms, "kernel_calls": r.kernel_calls, "fallback_calls": r.fallback_calls,

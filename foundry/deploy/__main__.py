@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 
 from foundry.deploy.api import ELIMINATION_S, deploy, example_inputs_of
 from foundry.deploy.check import check
@@ -59,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
         for task_id, why in info.passed_over:
             print(f"  kept original: {task_id}: {why}")
         if info.untried:
-            print(f"  kept without a try of their own (--elimination-s spent): {', '.join(info.untried)}")
+            counts = Counter(info.untried)
+            print("  kept without a try of their own (--elimination-s spent): "
+                  + ", ".join(t if n == 1 else f"{t} ({n} occurrences)" for t, n in counts.items()))
         for name, ms in info.timings:
             print(f"  timed here, end to end: {name:<44} {ms:.4g} ms")
         for name, ms in info.confirmation:

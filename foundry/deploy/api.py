@@ -60,8 +60,10 @@ from foundry.tasks.loader import load_task
 @dataclass(frozen=True)
 class DeployInfo:
     """What `deploy` did: `swapped`: (task id, module paths, op name) per occurrence;
-    `passed_over`: (task id, why) per task or occurrence left as it was; `dispatches`: the
-    RegionDispatch of each swapped occurrence (its kernel and fallback call counts)."""
+    `passed_over`: (task id, why) per task or occurrence left as it was, occurrences left
+    for the same reason at the same modules (a loop calling one module) said once with
+    their count; `dispatches`: the RegionDispatch of each swapped occurrence (its kernel
+    and fallback call counts)."""
 
     run_dir: str
     tasks_dir: str
@@ -76,7 +78,7 @@ class DeployInfo:
     timings: tuple = ()  # (name, ms) of every model timed end to end in the final round (check_speed)
     # (name, ms) of the deployed winner of that round and of the original's fastest form, timed again
     confirmation: tuple = ()
-    untried: tuple = ()  # task ids of regions kept without a try of their own (elimination_s spent)
+    untried: tuple = ()  # task id per occurrence kept without a try of its own (elimination_s spent)
 
 
 ELIMINATION_S = 300.0  # each try compiles the model: bounded on models with dozens of regions
@@ -244,6 +246,15 @@ def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, sites: dict) -> l
     return forms
 
 
+def said_once(passed) -> tuple:
+    """`passed` (task id, why) in order, each pair said once: a pair that comes again
+    (a module a loop calls, left out at every call for the same reason) gets its count."""
+    counts: dict = {}
+    for pair in passed:
+        counts[tuple(pair)] = counts.get(tuple(pair), 0) + 1
+    return tuple((task_id, why if n == 1 else f"{why} ({n} occurrences)") for (task_id, why), n in counts.items())
+
+
 def _deployed(deployed: nn.Module, info: DeployInfo, form: str, compiled: str, swaps: list,
               chosen: list) -> nn.Module:
     kept = {id(s) for s in swaps}
@@ -252,7 +263,7 @@ def _deployed(deployed: nn.Module, info: DeployInfo, form: str, compiled: str, s
                                                 f"kernels in its own modules was faster; at {', '.join(mods)}")
                                       for task_id, mods, _ in (s.record for s in left))
     deployed.foundry_deploy = replace(info, form=form, compiled=compiled, swapped=tuple(s.record for s in swaps),
-                                      dispatches=tuple(s.dispatch for s in swaps), passed_over=passed,
+                                      dispatches=tuple(s.dispatch for s in swaps), passed_over=said_once(passed),
                                       returned=info.returned or f"deployed ({form})")
     return deployed
 
@@ -262,7 +273,7 @@ def _original(model: nn.Module, info: DeployInfo, why: str, compiled: str = EAGE
     model), with `info` saying why nothing of the run is in it."""
     passed = info.passed_over + tuple((task_id, f"{why}; at {', '.join(modules) or '(model)'}")
                                       for task_id, modules, _ in info.swapped)
-    model.foundry_deploy = replace(info, swapped=(), dispatches=(), passed_over=passed, original_kept=why,
+    model.foundry_deploy = replace(info, swapped=(), dispatches=(), passed_over=said_once(passed), original_kept=why,
                                    compiled=compiled, returned=info.returned or "original")
     return model
 

@@ -95,7 +95,7 @@ def test_what_was_measured_is_written_before_max_autotune_compiles(tmp_path, mon
     monkeypatch.setattr(spec_mod, "load_spec", lambda *a, **k: (model, None))
     monkeypatch.setattr(deploy_pkg, "deploy", lambda m, run_dir, **k: m)
     model.foundry_deploy = api.DeployInfo(run_dir="r", tasks_dir="t", swapped=(), passed_over=(), dispatches=(),
-                                          returned="torch.compile(original)")
+                                          returned="torch.compile(original)", untried=("a", "b", "a"))
     monkeypatch.setattr(runinfo, "read_run", lambda *a, **k: argparse.Namespace(manifest=None))
     monkeypatch.setattr(api, "example_inputs_of", lambda manifest: (torch.ones(1, 2),))
     out = tmp_path / "deploy.json"
@@ -120,6 +120,7 @@ def test_what_was_measured_is_written_before_max_autotune_compiles(tmp_path, mon
             pass
         record = json.loads(out.read_text())
         assert calls == [False, True] and record["returned_ms"] == 1.5 and record["compile_ms"] == 2.0
+        assert record["untried"] == {"a": 2, "b": 1}
         if cut:
             assert record["max_autotune_ms"] is None and record["max_autotune"].startswith("compiling")
         else:

@@ -15,6 +15,7 @@ import torch
 from omegaconf import OmegaConf
 
 from foundry.deploy import DeployInfo, UserModelError, deploy
+from foundry.deploy.api import said_once
 from foundry.deploy.__main__ import main as deploy_main
 from foundry.extract import extract
 from foundry.store.best import write_best
@@ -589,3 +590,15 @@ def test_a_kernel_is_checked_against_its_region_with_tf32_off_as_in_the_judge():
         assert (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32) == (True, True)
     finally:
         torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
+
+
+def test_occurrences_left_out_for_one_reason_at_one_module_are_said_once_with_their_count():
+    """A loop calls one module 256 times: its occurrences left out for the same reason make
+    one line with the count, not 256; a different reason or module stays its own line."""
+    why = "torch.compile(original) was the fastest; at i2h, tanh"
+    passed = [("01_linear_tanh", why)] * 256 + [("02_linear", "no correct kernel in the run"),
+                                                ("01_linear_tanh", why + "2")]
+    assert said_once(passed) == (("01_linear_tanh", f"{why} (256 occurrences)"),
+                                 ("02_linear", "no correct kernel in the run"),
+                                 ("01_linear_tanh", why + "2"))
+    assert said_once([]) == ()
