@@ -12,9 +12,11 @@ and each region adds its launch. So the decision is the whole model's, not the k
 The regions are tried out one at a time, the weakest kernel first (backward elimination:
 drop a region where the model without it is faster, keep it otherwise); with one region
 left, the model without it is the original, which the final timing holds. Each try
-compiles a model, so on a model with dozens of regions the elimination stops once it has
-spent `elimination_s`: the regions not yet tried stay in (`Choice.untried`), and the final
-timing against the original's forms still decides what comes back.
+compiles a model, so on a model with dozens of regions the elimination is bounded by
+`elimination_s`: no try starts that would end past it, a try taken to last as long as the
+one before (the first: as long as building and compiling the forms with every region,
+which a try does once more). The regions not tried stay in (`Choice.untried`), and the
+final timing against the original's forms still decides what comes back.
 
 A deployed model that wins the final timing is timed once more against the fastest of the
 original's forms alone, in longer and more rounds (CONFIRM_ROUNDS of CONFIRM_ROUND_S), and
@@ -97,10 +99,13 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
     current = tuple(swaps)
     dropped = []
     untried: tuple = ()
+    deployed(current)  # the final timing needs them too; a try builds as much again
+    try_s = time.monotonic() - started  # what the next try is expected to take
     for n, swap in enumerate(swaps):
         if len(current) < 2:
             break
-        if elimination_s is not None and time.monotonic() - started > elimination_s:
+        try_started = time.monotonic()
+        if elimination_s is not None and try_started - started + try_s > elimination_s:
             untried = tuple(swaps[n:])
             break
         trial = tuple(s for s in current if s is not swap)
@@ -114,6 +119,7 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
             current = trial
         for key in [k for k in cache if k != ids(current)]:
             del cache[key]  # its compiled models are not needed again
+        try_s = time.monotonic() - try_started
     baseline = contenders_of(model, "", (), modes, inputs)
     final = baseline + deployed(current)
     times = time_contenders(final, inputs, device=device)

@@ -547,7 +547,8 @@ def test_regions_not_tried_in_the_elimination_time_stay_in(mlp_run, monkeypatch)
 
 def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
     """choose tries the swaps in the order given (deploy gives the lowest judged speedup
-    first) and stops trying once elimination_s is spent."""
+    first) and starts no try that would end past elimination_s, a try taken to last as long
+    as the one before."""
     import foundry.deploy.choose as choose
     tried = []
 
@@ -563,11 +564,17 @@ def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
     assert tried[1] == (("middle", "strong"), ("strong",))
     assert [s for s, _ in got.dropped] == ["weak", "middle"] and got.kept == ("strong",) and got.untried == ()
     tried.clear()
-    clock_now = iter([0.0, 0.0, 100.0, 100.0, 100.0])
-    monkeypatch.setattr(choose.time, "monotonic", lambda: next(clock_now))
+    # started 0; every swap built and compiled by 10; the first try 10-30; the second would
+    # start at 35 and, taking 20 s as the first did, end at 55: past the bound of 50
+    readings = [0.0, 10.0, 10.0, 30.0, 35.0]
+    monkeypatch.setattr(choose.time, "monotonic", lambda: readings.pop(0) if len(readings) > 1 else readings[0])
     got = choose.choose(torch.nn.Identity(), build, ["weak", "middle", "strong"], (torch.ones(1),), device="cpu",
                         modes=(), elimination_s=50.0)
     assert [s for s, _ in got.dropped] == ["weak"] and got.untried == ("middle", "strong")
+    readings[:] = [0.0, 45.0, 45.0]  # building every swap took 45 s: a first try would end at 90
+    got = choose.choose(torch.nn.Identity(), build, ["weak", "middle", "strong"], (torch.ones(1),), device="cpu",
+                        modes=(), elimination_s=50.0)
+    assert not got.dropped and got.untried == ("weak", "middle", "strong")
 
 
 def test_a_kernel_is_checked_against_its_region_with_tf32_off_as_in_the_judge():
