@@ -113,14 +113,18 @@ class Evaluator:
             except Exception as e:  # noqa: BLE001 - only running out of device memory is retried
                 if not judge_out_of_memory(e):
                     raise
+                retried = f"{type(e).__name__}: {e}"[:300]
+            if retried:
                 # the judge, or the worker beside other lanes' evaluations, ran out of device
                 # memory (the estimates do not count everything): not the candidate's fault.
-                # Once the reservations held now have ended, judge it again from the start
-                # with the device's memory reserved whole; running out then is its verdict.
+                # Out of the except clause now, whose traceback kept the first try's frames
+                # and the outputs and references they held (GBs each) alive: its blocks go
+                # back, and once the reservations held now have ended, it is judged again
+                # from the start with the device's memory reserved whole; running out then
+                # is its verdict.
                 with phases.measure("device_memory_wait"):
-                    self._release_device_memory()
+                    self._release_device_memory(wait=True)
                     self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
-                retried = f"{type(e).__name__}: {e}"[:300]
                 result = self._evaluate(task, candidate, time.monotonic(), phases, whole_device=True)
         except Exception as e:  # noqa: BLE001 - a judge failure still yields a (failed) result
             result = self._result(task, candidate, t0, Stage.RUNTIME, flags=("evaluator_error",),
@@ -194,6 +198,8 @@ class Evaluator:
         job = self._candidate_job(task, cand, backend, redraw=self._differential_inputs(task, phases))
         nbytes = self.gate.capacity_bytes if whole_device and self.gate.capacity_bytes else self._device_bytes(task)
         with reserved(self.gate, nbytes, phases):
+            if whole_device:  # what any lane left cached in the judge goes before the second try runs
+                self._release_device_memory(wait=True)
             judged = self._run_and_judge(task, cand, t0, job, backend, f, ref_ops, phases,
                                          retry_out_of_memory=not whole_device)
         if isinstance(judged, EvalResult):  # it failed before its outputs could be judged
@@ -220,11 +226,13 @@ class Evaluator:
         failed = triage(out, job, f, memory_mb=self.config.memory_mb)
         if failed is not None and failed.out_of_memory and retry_out_of_memory:
             lines = failed.error.splitlines()
+            out.drop_tensors()  # the outputs received so far: not held through the second try
             raise WorkerOutOfMemory(next((line for line in reversed(lines) if "out of memory" in line), "")[:300])
         if failed is not None:
             return self._result(task, cand, t0, failed.stage, flags=failed.flags, error=failed.error, **common)
         timed_failed = timed_runs_error(out)
         if timed_failed is not None and timed_failed.out_of_memory and retry_out_of_memory:
+            out.drop_tensors()  # every trial's output and the repeat's: not held through the second try
             raise WorkerOutOfMemory(timed_failed.last_line())
         with self.gate.shared():  # the judge's device work, never during another lane's timing
             return self._judge(task, job, out, backend, f, ref_ops, phases, common)
@@ -261,8 +269,12 @@ class Evaluator:
                     runtime, spread = check_timed_runs(f, out, timing_msgs[0], references, job, metrics,
                                                        atol=atol, rtol=rtol, rescaled=self._rescaled(task, job))
         del references
-        out.drop_tensors()  # judged: the received outputs go before the device is cleaned
-        self._release_device_memory()  # inside this shared section: it runs now
+        # judged: the received outputs, and those decoded into `f` (still there where
+        # release_judged_trials did not run: a failed or flagged job, timed runs that
+        # failed), go before the device is cleaned, inside this shared section: it runs now
+        f.candidate_outputs.clear()
+        out.drop_tensors()
+        self._release_device_memory()
         return Judged(metrics=metrics, runtime_ms=runtime, spread=spread, compile_s=common["compile_s"])
 
     def _admit(self, task: Task, cand: Candidate, t0: float, phases: PhaseTimes) -> tuple:
@@ -379,8 +391,16 @@ class Evaluator:
                           eval_s=time.monotonic() - t0, hardware=self.hardware,
                           device=self.config.device, **kw)
 
-    def _release_device_memory(self) -> None:
-        if self.config.device == "cuda":
+    def _release_device_memory(self, *, wait: bool = False) -> None:
+        """cuda: the judge's free cached blocks given back (device_memory.release), at once
+        where the gate's shared section is free, else not; `wait`: in a shared section
+        waited for (after another lane's timed section), so that it runs."""
+        if self.config.device != "cuda":
+            return
+        if wait:
+            with self.gate.shared():
+                release(self.gate)
+        else:
             release(self.gate)
 
     # ---------------------------------------------------------------- once per task

@@ -79,9 +79,11 @@ class ScreenStep:
             except Exception as e:  # noqa: BLE001 - as in evaluate: the judge's own out-of-memory, once
                 if not judge_out_of_memory(e):
                     raise
-                self._release()
-                self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
-                return attempt()
+            # out of the except clause, whose traceback kept the first attempt's frames (its
+            # reference output among them) alive
+            self._release()
+            self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
+            return attempt()
         except Exception as e:  # noqa: BLE001 - a failed screen picks no finalist; the default is judged
             log.warning("screen of %s on %s failed in the judge", candidate.candidate_id, task.task_id, exc_info=True)
             return refused(points, f"the screen failed in the judge: {type(e).__name__}: {e}"[:500])

@@ -62,14 +62,18 @@ class TaskSetup:
                 try:
                     self._ops[key] = self._device_setup(task, phases, crowded_ok=True)
                 except _Crowded:
-                    # its forward ran out of device memory beside other lanes' evaluations,
-                    # though one evaluation fits: once the reservations held now have ended,
-                    # again with the lanes' device memory reserved whole (outside the shared
-                    # section: the lanes holding memory need their timed sections to finish)
-                    with phases.measure("device_memory_wait"):
-                        self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
-                    with self.gate.memory(self.gate.capacity_bytes):
-                        self._ops[key] = self._device_setup(task, phases, crowded_ok=False)
+                    pass
+            if key not in self._ops:
+                # its forward ran out of device memory beside other lanes' evaluations,
+                # though one evaluation fits: once the reservations held now have ended,
+                # again with the lanes' device memory reserved whole (outside the shared
+                # section: the lanes holding memory need their timed sections to finish;
+                # outside the except clause, whose exception kept the first forward's frames
+                # and the tensors they held alive)
+                with phases.measure("device_memory_wait"):
+                    self.gate.wait_for_reservations(timeout_s=OOM_RETRY_WAIT_S)
+                with self.gate.memory(self.gate.capacity_bytes):
+                    self._ops[key] = self._device_setup(task, phases, crowded_ok=False)
         return self._ops[key]
 
     def _device_setup(self, task: Task, phases: PhaseTimes, *, crowded_ok: bool) -> frozenset:

@@ -91,3 +91,26 @@ def test_an_out_of_memory_forward_beside_other_lanes_is_tried_again_with_the_mem
     assert seen == [(60, False), (100, True)]
     assert setup.reference_ops(relu) == frozenset({"aten.relu.default"}) and len(seen) == 2
     assert gate.snapshot()["reserved_bytes"] == 0
+
+
+def test_the_first_forwards_tensors_are_gone_before_it_is_tried_again(monkeypatch, relu):
+    """The second try ran inside the except clause, whose exception kept the first
+    forward's frames, and the inputs and intermediates they held, alive."""
+    import weakref
+
+    import torch
+
+    from foundry.evaluate.device_gate import DeviceGate
+    held, seen = [], []
+
+    def record(task, quiet=True):
+        if not held:
+            intermediate = torch.ones(4)  # held by the failing forward's frame
+            held.append(weakref.ref(intermediate))
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 16.00 GiB")
+        seen.append(held[0]() is None)
+        setup.sizes[task.source_hash] = (1000, 1000)
+        return frozenset({"aten.relu.default"})
+    setup = _setup(monkeypatch, record, DeviceGate(capacity_bytes=100))
+    assert setup.reference_ops(relu) == frozenset({"aten.relu.default"})
+    assert seen == [True]
