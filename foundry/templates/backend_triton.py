@@ -20,7 +20,7 @@ from foundry.templates.linear_triton import KERNEL as LINEAR_KERNEL
 from foundry.templates.linear_triton import LAUNCHER as LINEAR_LAUNCHER
 from foundry.templates.linear_calls import linear_targets, swap_linears
 from foundry.templates.linear_triton import TUNABLE_LINEAR, linear_init_line
-from foundry.templates.matmul_triton import TUNABLE_MATMUL, emit_matmul
+from foundry.templates.matmul_triton import emit_matmul, matmul_tunable
 
 HEADER = '''import torch
 import torch.nn as nn
@@ -36,7 +36,7 @@ WIDE_WINDOW = 16  # pooling windows of at least this many taps try smaller tiles
 
 def tunable_for(desc: Description, variant: str = "fused") -> dict:
     if variant == "matmul":
-        return {k: list(v) for k, v in TUNABLE_MATMUL.items()}
+        return matmul_tunable(desc.linear_out)
     if variant == "linear":
         return {**tunable_for(desc), **{k: list(v) for k, v in TUNABLE_LINEAR.items()}}
     if variant == "conv":

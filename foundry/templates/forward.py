@@ -81,7 +81,10 @@ def find_prologues(gm, modules):
 
 
 def find_linear_epilogue(gm, modules, groups, built):
-    none = (None, None, None)
+    """(the Linear's module attribute, its region's index, the forward calling `self._mm`,
+    the Linear's output shape at the traced sizes) where the forward is exactly one
+    nn.Linear of a 2-D input followed by one pointwise region, else Nones."""
+    none = (None, None, None, ())
     nodes = [n for n in gm.graph.nodes if n.op not in ("placeholder", "output", "get_attr")]
     if len(nodes) != 2 or nodes[0].op != "call_module" or not isinstance(modules.get(nodes[0].target), nn.Linear):
         return none
@@ -108,7 +111,7 @@ def find_linear_epilogue(gm, modules, groups, built):
     places = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
     fwd = (f"def forward(self, {', '.join(places)}):\n"
            f"    return self._mm({', '.join([x.name] + exprs)})\n")
-    return nodes[0].target, idx, fwd
+    return nodes[0].target, idx, fwd, tuple(node_shape(nodes[0]))
 
 
 # what may stay a torch call next to the kernels: the vendor-library ops (matmul and

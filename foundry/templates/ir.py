@@ -263,6 +263,7 @@ class Description:
     linear_epilogue: str | None = None
     linear_region: int | None = None
     linear_forward: str | None = None  # forward calling `self._mm(x, ...)` (matmul template)
+    linear_out: tuple = ()  # that Linear's output shape (rows, features) at the traced sizes
     gemm: Gemm | None = None  # forward_src then calls `self._gemm(a, b)`
     convs: tuple = ()  # of Conv; forward_src then calls `self._conv<i>(x, weight, bias)`
     prologue_convs: tuple = ()  # of Conv: the convolution prologues (template "conv")

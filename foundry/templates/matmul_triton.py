@@ -8,6 +8,7 @@ from foundry.templates.candidate import assemble
 from foundry.templates.dot_precision import F32_DOT_LAUNCH_ARG, dot_precision_arg, dot_precision_tunable
 from foundry.templates.emit_triton import phase_code
 from foundry.templates.ir import Description
+from foundry.templates.tiles import block_for, default_first
 
 # Triton source: program `pid`'s output tile (rows `rm`, columns `rn`) in grouped order
 # (GROUP_M tile rows at a time, so neighbouring programs share operand tiles in L2), and
@@ -38,9 +39,21 @@ LINEAR_TILE = f"""    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
     if HAS_BIAS:
         acc += tl.load(bias + rn, mask=rn < N, other=0.0)[None, :]
 """
-TUNABLE_MATMUL = {"BLOCK_M": [128, 64, 32], "BLOCK_N": [128, 64, 32], "BLOCK_K": [32, 64, 16],
+TUNABLE_MATMUL = {"BLOCK_M": [128, 64, 32, 16], "BLOCK_N": [128, 64, 32], "BLOCK_K": [32, 64, 16],
                   "GROUP_M": [8, 1], "num_warps": [8, 4, 2], "num_stages": [3, 4, 2],
                   **dot_precision_tunable("float32")}
+
+
+def matmul_tunable(out_shape: tuple) -> dict:
+    """TUNABLE_MATMUL for a Linear whose output is `out_shape` (rows, features) at the
+    traced sizes, each tile's default the first choice or the smallest covering a smaller
+    dim, as for the lone products (gemm_triton): 8 rows get 16-row tiles, not 128-row ones
+    that compute 120 rows of padding. Without a shape, TUNABLE_MATMUL as it is."""
+    tun = {k: list(v) for k, v in TUNABLE_MATMUL.items()}
+    if len(out_shape) == 2:
+        for name, size in zip(("BLOCK_M", "BLOCK_N"), out_shape):
+            tun[name] = default_first(block_for(int(size), tun[name]), tun[name])
+    return tun
 
 
 def emit_matmul(*, desc: Description, task_source: str, tunable: dict, params: dict, header: str) -> str:

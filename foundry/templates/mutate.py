@@ -88,7 +88,7 @@ def split_epilogues(desc: Description, which: tuple) -> Description:
         inner = f"self.{r.name}({', '.join(pre_args + rest)})"
         src = src[:m.start()] + f"self.{r.name}_post({', '.join([inner] + post_args)})" + src[m.end():]
     return dataclasses.replace(desc, regions=tuple(regions), forward_src=src,
-                               linear_epilogue=None, linear_region=None, linear_forward=None)
+                               linear_epilogue=None, linear_region=None, linear_forward=None, linear_out=())
 
 
 @dataclass(frozen=True)

@@ -351,10 +351,10 @@ def describe(model: nn.Module, inputs) -> Description:
         built.append(_build_region(f"_k{k}", g, extra, modules))
     src = rewrite_forward(gm, [g for _, g in regions], built, extra)
     prologues = tuple(find_prologues(gm, modules))
-    lin, lin_region, lin_fwd = find_linear_epilogue(gm, modules, [g for _, g in regions], built)
+    lin, lin_region, lin_fwd, lin_out = find_linear_epilogue(gm, modules, [g for _, g in regions], built)
     return Description(regions=tuple(built), forward_src=src, prologues=prologues,
                        linear_epilogue=lin, linear_region=lin_region, linear_forward=lin_fwd,
-                       prologue_convs=prologue_convs(gm))
+                       linear_out=lin_out, prologue_convs=prologue_convs(gm))
 
 
 def _build_region(name, g, extra, modules) -> Region:

@@ -14,7 +14,8 @@ from tests.templates.helpers import TASKS, assert_close, make_task, run_candidat
 
 from foundry.tasks import load_task  # noqa: E402
 from foundry.tasks.suite import load_suite  # noqa: E402
-from foundry.templates.engine import variants  # noqa: E402
+from foundry.templates.engine import emit, variants  # noqa: E402
+from foundry.tuning.inprocess import load_candidate  # noqa: E402
 
 TRITON_CASES = CASES  # the interpreter is fast enough for every case at these shapes
 
@@ -33,6 +34,18 @@ def test_matmul_epilogue_template(tmp_path):
     assert "matmul" in variants(task, "triton")
     ref, got = run_candidate(task, backend="triton", variant="matmul",
                              params={"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16})
+    assert_close(ref, got)
+
+
+def test_matmul_epilogue_template_at_few_rows_defaults_to_tiles_of_16_rows(tmp_path):
+    """A Linear of 5 rows (a batch-8 RNN cell's is 8): the default tile is 16 rows, not 128
+    (120 rows of padding); the candidate at its own defaults matches the reference."""
+    task = make_task(tmp_path, "mm_rows", forward="return torch.tanh(self.l(x))", sig="x",
+                     init="self.l = nn.Linear(40, 20)", inputs="[torch.randn(5, 40)]")
+    src = emit(task, backend="triton", variant="matmul")
+    params = load_candidate(src, {}).PARAMS
+    assert params["BLOCK_M"] == 16 and params["BLOCK_N"] == 32
+    ref, got = run_candidate(task, backend="triton", variant="matmul")
     assert_close(ref, got)
 
 
