@@ -19,7 +19,7 @@ from foundry.templates.ir import Description
 from foundry.templates.linear_triton import KERNEL as LINEAR_KERNEL
 from foundry.templates.linear_triton import LAUNCHER as LINEAR_LAUNCHER
 from foundry.templates.linear_calls import linear_targets, swap_linears
-from foundry.templates.linear_triton import TUNABLE_LINEAR, linear_init_line
+from foundry.templates.linear_triton import linear_init_line, linear_tunable
 from foundry.templates.matmul_triton import emit_matmul, matmul_tunable
 
 HEADER = '''import torch
@@ -38,7 +38,8 @@ def tunable_for(desc: Description, variant: str = "fused") -> dict:
     if variant == "matmul":
         return matmul_tunable(desc.linear_out)
     if variant == "linear":
-        return {**tunable_for(desc), **{k: list(v) for k, v in TUNABLE_LINEAR.items()}}
+        rows = max((p.rows for p in desc.prologues if p.kind == "linear"), default=0)
+        return {**tunable_for(desc), **linear_tunable(rows)}
     if variant == "conv":
         return {**tunable_for(desc), **conv_prologue_tunable(desc)}
     if desc.gemm is not None:

@@ -188,6 +188,7 @@ class Prologue:
 
     kind: str  # "linear", "conv", "matmul", "other"
     target: str  # module attribute or function name
+    rows: int = 0  # a Linear's rows at the traced sizes (its output's leading dims flattened); 0: unknown
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,22 @@ from __future__ import annotations
 
 from foundry.templates.dot_precision import dot_precision_tunable
 from foundry.templates.matmul_triton import GROUPED_TILES, LINEAR_TILE
+from foundry.templates.tiles import block_for, default_first
 
 # defaults: those of the Linear + epilogue matmul (foundry/templates/matmul_triton.py)
-TUNABLE_LINEAR = {"LIN_BLOCK_M": [128, 64], "LIN_BLOCK_N": [128, 64], "LIN_BLOCK_K": [32, 64],
+TUNABLE_LINEAR = {"LIN_BLOCK_M": [128, 64, 32, 16], "LIN_BLOCK_N": [128, 64], "LIN_BLOCK_K": [32, 64],
                   "LIN_GROUP_M": [8], "LIN_num_warps": [8, 4], "LIN_num_stages": [3, 4],
                   **dot_precision_tunable("float32")}
+
+
+def linear_tunable(rows: int) -> dict:
+    """TUNABLE_LINEAR for Linears of at most `rows` rows at the traced sizes (0: unknown),
+    LIN_BLOCK_M's default the first choice or the smallest covering fewer rows (as the
+    matmul template's tiles)."""
+    tun = {k: list(v) for k, v in TUNABLE_LINEAR.items()}
+    if rows > 0:
+        tun["LIN_BLOCK_M"] = default_first(block_for(rows, tun["LIN_BLOCK_M"]), tun["LIN_BLOCK_M"])
+    return tun
 
 KERNEL = f'''@triton.jit
 def _linear(x, wt, bias, out, M, N, K, HAS_BIAS: tl.constexpr, BLOCK_M: tl.constexpr,

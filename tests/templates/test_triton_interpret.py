@@ -49,6 +49,18 @@ def test_matmul_epilogue_template_at_few_rows_defaults_to_tiles_of_16_rows(tmp_p
     assert_close(ref, got)
 
 
+def test_linear_kernels_template_at_few_rows_defaults_to_tiles_of_16_rows(tmp_path):
+    """Two Linears of 2 x 5 rows: LIN_BLOCK_M's default is 16, not 128; the candidate at its
+    own defaults matches the reference."""
+    task = make_task(tmp_path, "lin_rows", forward="return self.b(torch.relu(self.a(x)))", sig="x",
+                     init="self.a = nn.Linear(24, 20)\nself.b = nn.Linear(20, 9)", inputs="[torch.randn(2, 5, 24)]")
+    assert "linear" in variants(task, "triton")
+    src = emit(task, backend="triton", variant="linear")
+    assert load_candidate(src, {}).PARAMS["LIN_BLOCK_M"] == 16
+    ref, got = run_candidate(task, backend="triton", variant="linear")
+    assert_close(ref, got)
+
+
 @pytest.mark.parametrize("path", sorted(TASKS.glob("*.py")), ids=lambda p: p.stem)
 def test_task_files_match_reference_in_triton(path):
     task = load_task(path, profile="small")
