@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from foundry.templates.dot_precision import dot_precision_tunable
 from foundry.templates.matmul_triton import GROUPED_TILES, LINEAR_TILE
-from foundry.templates.tiles import block_for, default_first
+from foundry.templates.tiles import fitted_first
 
 # defaults: those of the Linear + epilogue matmul (foundry/templates/matmul_triton.py)
 TUNABLE_LINEAR = {"LIN_BLOCK_M": [128, 64, 32, 16], "LIN_BLOCK_N": [128, 64], "LIN_BLOCK_K": [32, 64],
@@ -22,7 +22,7 @@ def linear_tunable(rows: int) -> dict:
     matmul template's tiles)."""
     tun = {k: list(v) for k, v in TUNABLE_LINEAR.items()}
     if rows > 0:
-        tun["LIN_BLOCK_M"] = default_first(block_for(rows, tun["LIN_BLOCK_M"]), tun["LIN_BLOCK_M"])
+        tun["LIN_BLOCK_M"] = fitted_first(rows, tun["LIN_BLOCK_M"])
     return tun
 
 KERNEL = f'''@triton.jit

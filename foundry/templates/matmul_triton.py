@@ -8,7 +8,7 @@ from foundry.templates.candidate import assemble
 from foundry.templates.dot_precision import F32_DOT_LAUNCH_ARG, dot_precision_arg, dot_precision_tunable
 from foundry.templates.emit_triton import phase_code
 from foundry.templates.ir import Description
-from foundry.templates.tiles import block_for, default_first
+from foundry.templates.tiles import fitted_first
 
 # Triton source: program `pid`'s output tile (rows `rm`, columns `rn`) in grouped order
 # (GROUP_M tile rows at a time, so neighbouring programs share operand tiles in L2), and
@@ -52,7 +52,7 @@ def matmul_tunable(out_shape: tuple) -> dict:
     tun = {k: list(v) for k, v in TUNABLE_MATMUL.items()}
     if len(out_shape) == 2:
         for name, size in zip(("BLOCK_M", "BLOCK_N"), out_shape):
-            tun[name] = default_first(block_for(int(size), tun[name]), tun[name])
+            tun[name] = fitted_first(int(size), tun[name])
     return tun
 
 

@@ -8,6 +8,11 @@ def default_first(value, choices: list) -> list:
     return [value] + [c for c in choices if c != value]
 
 
+def fitted_first(size: int, choices: list) -> list:
+    """`choices` with `block_for(size, choices)` first: the default tile for a dim of `size`."""
+    return default_first(block_for(size, choices), choices)
+
+
 def block_for(size: int, choices: list) -> int:
     """The default tile extent for a dim of `size`: the first choice, or the smallest one
     covering a smaller dim."""
