@@ -30,6 +30,7 @@ happened. Gradients flow through the regions' original code (foundry.deploy.regi
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
@@ -249,9 +250,7 @@ def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, sites: dict) -> l
 def said_once(passed) -> tuple:
     """`passed` (task id, why) in order, each pair said once: a pair that comes again
     (a module a loop calls, left out at every call for the same reason) gets its count."""
-    counts: dict = {}
-    for pair in passed:
-        counts[tuple(pair)] = counts.get(tuple(pair), 0) + 1
+    counts = Counter(tuple(pair) for pair in passed)
     return tuple((task_id, why if n == 1 else f"{why} ({n} occurrences)") for (task_id, why), n in counts.items())
 
 
