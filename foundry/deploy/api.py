@@ -157,10 +157,10 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
             continue
         dispatch = RegionDispatch(task_id=entry.task_id, fallback=fallback, n_activations=len(region.inputs),
                                   kernels={dispatch_key(args[:len(region.inputs)]): kernel})
-        op = register_region_op(dispatch)
-        chosen.append(Swap(region=region, call=region_call(op, dispatch), dispatch=dispatch,
+        ops = register_region_op(dispatch)
+        chosen.append(Swap(region=region, call=region_call(ops, dispatch), dispatch=dispatch,
                            path=exact_module(gm, region), fallback=fallback, args=tuple(args),
-                           record=(entry.task_id, tuple(occ.modules), str(op)),
+                           record=(entry.task_id, tuple(occ.modules), str(ops.with_grad)),
                            judged=best.speedup_compile if best.speedup_compile is not None else best.speedup_eager))
     for entry in manifest.regions:
         if entry.task_id in kernels and entry.task_id not in found:

@@ -8,11 +8,17 @@ as does the fake implementation, on fake tensors, to give output shapes. Gradien
 (where anything asks for them, as torch.compile does for parameters that require grad)
 are the original code's: a vector-Jacobian product through the captured subgraph.
 
-The graph calls the op through `region_call`: in plain eager inference (real tensors, not
+Each region has two ops (`RegionOps`): `with_grad`, the custom op above, and `inference`,
+the same dispatch registered with `torch.library.Library` alone (its fake implementation,
+no autograd layer), for calls that ask for no gradient: custom_op's Python autograd and
+backend layers cost about 35 us a call on a 2-core CPU, the bare registration about 9 us
+(benchmarks/region_op_overhead.py).
+
+The graph calls the ops through `region_call`: in plain eager inference (real tensors, not
 under torch.compile or export, no gradient asked for) it runs the dispatch directly, since
-the custom op's own layers (dispatcher, autograd wrapper, alias checks) cost tens of
-microseconds a call inside a model, as much as a fused kernel saves on a small region;
-anything else goes through the op."""
+even the bare op's dispatcher round trip costs microseconds a call inside a model, as much
+as a fused kernel saves on a small region; under torch.compile or export, the `inference`
+op where no gradient is asked for (torch.compile guards on that), else `with_grad`."""
 
 from __future__ import annotations
 
@@ -87,10 +93,44 @@ class RegionDispatch:
         return _fresh(self.fallback(*args), args)
 
 
-def register_region_op(dispatch: RegionDispatch):
-    """A new custom op (`foundry_deploy::<task>_<n>`) running `dispatch`; returns its overload."""
+@dataclass(frozen=True)
+class RegionOps:
+    """The two ops of one region (see the module doc): `with_grad` (custom op, gradients
+    through the original code) and `inference` (no autograd layer)."""
+
+    with_grad: object  # torch._ops.OpOverload
+    inference: object
+
+
+_INFERENCE_LIBRARY = torch.library.Library(NAMESPACE, "FRAGMENT")  # kept alive: it holds the registrations
+
+
+def register_region_op(dispatch: RegionDispatch) -> RegionOps:
+    """The two new ops (`foundry_deploy::r<task>_<n>` and `foundry_deploy::i<task>_<n>`)
+    running `dispatch`."""
     with _lock:
         name = f"{''.join(c if c.isalnum() else '_' for c in dispatch.task_id)}_{next(_counter)}"
+        _INFERENCE_LIBRARY.define(f"i{name}(Tensor[] args) -> Tensor[]")
+    return RegionOps(with_grad=_with_grad_op(name, dispatch), inference=_inference_op(name, dispatch))
+
+
+def _fake(dispatch: RegionDispatch):
+    def fake(args):
+        return [torch.empty_like(o, memory_format=torch.contiguous_format) for o in dispatch.fallback(*args)]
+    return fake
+
+
+def _inference_op(name: str, dispatch: RegionDispatch):
+    def run(args):
+        with torch.no_grad():
+            return dispatch(list(args))
+
+    _INFERENCE_LIBRARY.impl(f"i{name}", run, "CompositeExplicitAutograd")
+    torch.library.register_fake(f"{NAMESPACE}::i{name}", _fake(dispatch), lib=_INFERENCE_LIBRARY)
+    return getattr(getattr(torch.ops, NAMESPACE), f"i{name}").default
+
+
+def _with_grad_op(name: str, dispatch: RegionDispatch):
     qualname = f"{NAMESPACE}::r{name}"
 
     @torch.library.custom_op(qualname, mutates_args=())
@@ -98,9 +138,7 @@ def register_region_op(dispatch: RegionDispatch):
         with torch.no_grad():
             return dispatch(list(args))
 
-    @region.register_fake
-    def _(args):
-        return [torch.empty_like(o, memory_format=torch.contiguous_format) for o in dispatch.fallback(*args)]
+    region.register_fake(_fake(dispatch))
 
     def setup_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs[0])
@@ -117,25 +155,30 @@ def register_region_op(dispatch: RegionDispatch):
 _PLAIN = (torch.Tensor, nn.Parameter)
 
 
+def _grad_asked(args) -> bool:
+    return torch.is_grad_enabled() and any(a.requires_grad for a in args)
+
+
 def _plain_eager(args) -> bool:
     if torch.compiler.is_compiling():
         return False
     if any(type(a) not in _PLAIN for a in args):  # fake, functional or other tensor subclasses
         return False
-    return not (torch.is_grad_enabled() and any(a.requires_grad for a in args))
+    return not _grad_asked(args)
 
 
-def region_call(op, dispatch: RegionDispatch):
+def region_call(ops: RegionOps, dispatch: RegionDispatch):
     """What the deployed graph calls for one region: `dispatch` directly in plain eager
-    inference, else the custom op `op` (see the module doc)."""
+    inference, else one of `ops` (see the module doc)."""
     def call(args):
         if _plain_eager(args):
             return dispatch(list(args))
-        return op(args)
+        return ops.with_grad(args) if _grad_asked(args) else ops.inference(args)
 
-    name = str(op).rsplit(".", 2)[-2] if "." in str(op) else "region"
+    op = str(ops.with_grad)
+    name = op.rsplit(".", 2)[-2] if "." in op else "region"
     call.__name__ = call.__qualname__ = f"foundry_{name}"
-    call.foundry_op = op
+    call.foundry_op = ops.with_grad
     return call
 
 

@@ -37,6 +37,7 @@ import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -133,12 +134,35 @@ def torch_build_flags() -> tuple[tuple[str, ...], tuple[str, ...], str]:
     return compile_flags, link_flags, f"torch {torch.__version__} {include}"
 
 
+@lru_cache(maxsize=None)
 def _compiler_id(cc: str) -> str:
     try:
         out = subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
         out = ""
     return out.splitlines()[0] if out else cc
+
+
+@lru_cache(maxsize=None)
+def native_target(cc: str) -> str:
+    """What `-march=native` means on this machine (GCC's resolved target options, else the
+    CPU's flags from /proc/cpuinfo): part of a build's cache key, so a cache shared by
+    machines of different CPUs (a home directory on a cluster) never loads a library built
+    for instructions this CPU lacks."""
+    try:
+        out = subprocess.run([cc, "-march=native", "-Q", "--help=target"], capture_output=True, text=True,
+                             timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        out = ""
+    options = [" ".join(line.split()) for line in out.splitlines()
+               if line.strip().startswith(("-march=", "-mtune=")) or "[enabled]" in line]
+    if options:
+        return ";".join(options)
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ""
+    return next((line for line in cpuinfo.splitlines() if line.startswith(("flags", "Features"))), "")
 
 
 class Kernel:
@@ -224,7 +248,7 @@ def build(source: str, *, flags: Sequence[str] = (), timeout_s: float = BUILD_TI
     std, suffix = LANGUAGES[language]
     all_flags = [std if f == "-std=c11" else f for f in DEFAULT_FLAGS] + list(flags)
     link_flags: list[str] = ["-lm"]
-    key_parts = [source, *all_flags, _compiler_id(cc)]
+    key_parts = [source, *all_flags, _compiler_id(cc), native_target(cc)]
     if torch_headers:
         compile_flags, torch_link, torch_key = torch_build_flags()
         all_flags += compile_flags

@@ -125,8 +125,12 @@ def emit_c_candidate(*, desc: Description, task_source: str, params: dict | None
     kernel_defs = f"_C_SRC = r'''{src}'''\n{FILL}"
     launchers = [launcher_class(r, [f"self.kernel.{r.name}({', '.join(kernel_args(r))})"], packed_ints=True)
                  for r in desc.regions]
+    # -fno-trapping-math: no value changes, but the compiler may evaluate both arms of a
+    # select (kf_tanh's small and large forms), which is what lets the elementwise loops
+    # vectorize at all (with trapping math, GCC 12 leaves them scalar: "control flow in loop");
     # a multiply-add contracted into one FMA (C's ISO mode leaves them apart) in the convolution's sums
-    flags = "('-fno-math-errno', '-ffp-contract=fast')" if convs or linears else "('-fno-math-errno',)"
+    flags = ("('-fno-math-errno', '-fno-trapping-math', '-ffp-contract=fast')" if convs or linears
+             else "('-fno-math-errno', '-fno-trapping-math')")
     init = [f"lib = c.build(_fill(_C_SRC, params), flags={flags})"]
     init += [launcher_init(r, "lib") for r in desc.regions]
     fams = ", ".join(desc.families)

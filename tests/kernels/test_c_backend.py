@@ -39,6 +39,22 @@ def test_build_is_cached_by_content():
     assert time.perf_counter() - t < 0.05
 
 
+def test_build_cache_is_keyed_by_the_cpu(monkeypatch):
+    """A library built with -march=native on one CPU is not loaded on another that shares
+    the cache: the resolved native target is part of the key."""
+    src = SRC.replace("s += x[i]", "s += 2 * x[i]")
+    first = c.build(src)
+    monkeypatch.setattr(c, "native_target", lambda cc: "-march= some-other-cpu")
+    other = c.build(src)
+    assert other is not first and other.path != first.path
+    assert other.total(torch.arange(4, dtype=torch.float64), 4) == 12.0
+
+
+def test_native_target_names_this_machines_instructions():
+    target = c.native_target(c.compiler("c"))
+    assert target  # GCC's resolved options, or /proc/cpuinfo's flags
+
+
 def test_compile_error_carries_compiler_log():
     with pytest.raises(c.BuildError) as e:
         c.build("void broken(float* x) { x[0] = ; }")
