@@ -36,7 +36,7 @@ def main() -> int:
     import torch
     torch.set_num_threads(a.threads)
     from foundry.tasks.suite import load_suite
-    from foundry.templates.engine import coverage, emit
+    from foundry.templates.engine import coverage, emit, variants
     from foundry.tuning.inprocess import InProcessMeasure
     from foundry.tuning.tuner import Tuner, TunerConfig
     from foundry.types import Candidate
@@ -49,7 +49,11 @@ def main() -> int:
             skipped.append((task.task_id, why))
             continue
         try:
-            src = emit(task, backend="c")
+            applicable = variants(task, "c")
+            if not applicable:
+                skipped.append((task.task_id, "no c template applies"))
+                continue
+            src = emit(task, backend="c", variant=applicable[0])  # the one expected fastest, as the search's first
             cand = Candidate.make(task_id=task.task_id, source=src, backend="c", origin="template")
             measure = InProcessMeasure(task=task, rounds=a.rounds)
             if a.tune:

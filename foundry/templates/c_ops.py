@@ -128,8 +128,8 @@ def c_pointwise(ins: Instr, a: list) -> str:
     if op == "masked_fill_eq":
         return f"({y} == {_f(ins.attr('c'))} ? {_f(ins.attr('v'))} : {x})"
     binary = {"add": "({} + {})", "sub": "({} - {})", "mul": "({} * {})", "div": "({} / {})",
-              "maximum": "(({0}) != ({0}) || ({0}) > ({1}) ? ({0}) : ({1}))",
-              "minimum": "(({0}) != ({0}) || ({0}) < ({1}) ? ({0}) : ({1}))"}
+              "maximum": "(({0}) != ({0}) ? ({0}) : (({0}) > ({1}) ? ({0}) : ({1})))",
+              "minimum": "(({0}) != ({0}) ? ({0}) : (({0}) < ({1}) ? ({0}) : ({1})))"}
     if op in binary:
         return binary[op].format(x, y)
     if op == "pow":

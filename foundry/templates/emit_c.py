@@ -396,7 +396,9 @@ def _pool_paths(region: Region) -> list:
     else:
         first = []
         pre, v = _pre_at(region, f"rowbase + {col}")
-    step = (f"acc[ow - c0] = ({v} > acc[ow - c0] || {v} != {v}) ? {v} : acc[ow - c0];" if is_max
+    # NaN first, then the larger: the form GCC vectorizes with and without trapping math (the
+    # `a > b || a != a` form stayed scalar under -fno-trapping-math after a ReLU)
+    step = (f"acc[ow - c0] = {v} != {v} ? {v} : ({v} > acc[ow - c0] ? {v} : acc[ow - c0]);" if is_max
             else f"acc[ow - c0] += {v};")
     reach = f"{pw} - {_times('b', dw)}"  # how far before the output's window start offset b reads
     offsets = [f"for (int64_t b = 0; b < {kw}; b++) {{",

@@ -96,6 +96,8 @@ CASES += [
     ("avgpool_no_pad_count", "return F.avg_pool2d(torch.sigmoid(xs[0]), 3, 1, 1, count_include_pad=False) + 1.0",
      "pass", "[]", X5),
     ("maxpool_nan", "return F.max_pool2d(torch.log(xs[0]), 2)", "pass", "[]", X5),
+    ("maxpool_nan_after_relu", "return F.max_pool2d(torch.relu(torch.log(xs[0]) * 2.0 + 0.1), 2)", "pass", "[]",
+     X5),
 ]
 CASES += [  # reductions over few long rows (split over programs in Triton), losses reduced to one value
     ("mse_mean_all", "return torch.mean((xs[0] - xs[1]) ** 2)", "pass", "[]",
