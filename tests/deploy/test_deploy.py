@@ -399,6 +399,29 @@ def test_eager_inference_skips_the_custom_op_layers(mlp_run):
     assert [d.kernel_calls for d in gm.foundry_deploy.dispatches] == [2, 2]
 
 
+def test_compiled_inference_calls_the_op_without_autograd_and_a_gradient_the_custom_op(mlp_run):
+    """Under torch.compile: no gradient asked for, the graph calls the `inference` op
+    (foundry_deploy::i*); asked for, the custom op (foundry_deploy::r*), whose gradient is
+    the original code's."""
+    model, inputs, _, run, _ = mlp_run
+    gm = deploy(model, run, example_inputs=inputs, check_speed=False)
+    compiled = torch.compile(gm, backend="aot_eager", fullgraph=True)
+
+    def ops_called(fn):
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            fn()
+        return sorted({e.key.split("::")[1][0] for e in prof.key_averages() if e.key.startswith("foundry_deploy::")})
+
+    with torch.no_grad():
+        assert ops_called(lambda: compiled(*inputs)) == ["i"]
+        torch.testing.assert_close(compiled(*inputs), model(*inputs))
+    x = inputs[0].clone().requires_grad_()
+    assert ops_called(lambda: compiled(x).sum().backward()) == ["r"]
+    ref = inputs[0].clone().requires_grad_()
+    model(ref).sum().backward()
+    torch.testing.assert_close(x.grad, ref.grad)
+
+
 # The tanh-form GELU of GeluNet's `act` submodule, in C: a region that is exactly one
 # submodule's forward, so it goes into the user's own model rather than the captured graph.
 TANH_GELU_KERNEL = '''
