@@ -79,6 +79,7 @@ def test_a_transcendental_chain_compiles_to_vector_code(tmp_path):
     """The elementwise loop of a tanh/sigmoid/exp chain vectorizes under the flags the
     candidate builds with (GCC left it scalar, 3x slower than eager, while the selects of
     kf_tanh and kf_exp counted as control flow under trapping math)."""
+    import ast
     import re
     import subprocess
 
@@ -93,7 +94,7 @@ def test_a_transcendental_chain_compiles_to_vector_code(tmp_path):
                      inputs="[torch.randn(64, 512)]")
     source = emit(task, backend="c")
     module = load_candidate(source, {})
-    flags = eval(re.search(r"c\.build\(_fill\(_C_SRC, params\), flags=(\(.*?\))\)", source).group(1))
+    flags = ast.literal_eval(re.search(r"c\.build\(_fill\(_C_SRC, params\), flags=(\(.*?\))\)", source).group(1))
     (tmp_path / "k.c").write_text(module._fill(module._C_SRC, dict(module.PARAMS)))
     report = subprocess.run([cc, *c.DEFAULT_FLAGS, *flags, "-fopt-info-vec-optimized", "-c", "k.c", "-o", "k.o"],
                             cwd=tmp_path, capture_output=True, text=True, timeout=120)
