@@ -121,12 +121,16 @@ def _fake(dispatch: RegionDispatch):
     return fake
 
 
-def _inference_op(name: str, dispatch: RegionDispatch):
+def _without_grad(dispatch: RegionDispatch):
+    """What both ops run: `dispatch` on the arguments, no graph recorded."""
     def run(args):
         with torch.no_grad():
             return dispatch(list(args))
+    return run
 
-    _INFERENCE_LIBRARY.impl(f"i{name}", run, "CompositeExplicitAutograd")
+
+def _inference_op(name: str, dispatch: RegionDispatch):
+    _INFERENCE_LIBRARY.impl(f"i{name}", _without_grad(dispatch), "CompositeExplicitAutograd")
     torch.library.register_fake(f"{NAMESPACE}::i{name}", _fake(dispatch), lib=_INFERENCE_LIBRARY)
     return getattr(getattr(torch.ops, NAMESPACE), f"i{name}").default
 
@@ -134,10 +138,11 @@ def _inference_op(name: str, dispatch: RegionDispatch):
 def _with_grad_op(name: str, dispatch: RegionDispatch):
     qualname = f"{NAMESPACE}::r{name}"
 
+    run = _without_grad(dispatch)
+
     @torch.library.custom_op(qualname, mutates_args=())
     def region(args: list[torch.Tensor]) -> list[torch.Tensor]:
-        with torch.no_grad():
-            return dispatch(list(args))
+        return run(args)
 
     region.register_fake(_fake(dispatch))
 
