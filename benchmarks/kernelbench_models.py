@@ -68,8 +68,9 @@ def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None
     r = check(model, deployed, inputs)
     record = {
         "spec": spec, "overrides": overrides, "torch": torch.__version__, "threads": r.threads,
-        "returned": info.returned, "swapped": [[t, list(m)] for t, m, _ in info.swapped],
+        "returned": info.returned, "swapped": [[t, list(m), strategy] for t, m, _, strategy in info.swapped],
         "passed_over": [[t, why] for t, why in info.passed_over], "untried": dict(Counter(info.untried)),
+        "replaced": [[t, list(m), best, instead, why] for t, m, best, instead, why in info.replaced],
         "deploy_timings_ms": dict(info.timings), "deploy_confirmation_ms": dict(info.confirmation),
         "deploy_s": deploy_s, "max_abs_err": r.max_abs_err, "eager_ms": r.eager_ms, "compile_ms": r.compile_ms,
         "returned_ms": r.deployed_ms, "kernel_calls": r.kernel_calls, "fallback_calls": r.fallback_calls,

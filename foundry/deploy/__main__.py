@@ -55,8 +55,11 @@ def main(argv: list[str] | None = None) -> int:
         info = deployed.foundry_deploy
         into = {"modules": " (into the model's own submodules)", "graph": " (into the captured graph)"}.get(info.form, "")
         print(f"{type(model).__name__}: {len(info.swapped)} region occurrence(s) swapped in from {info.run_dir}{into}")
-        for task_id, modules, op in info.swapped:
-            print(f"  {task_id:<28} {', '.join(modules) or '(model)'}  ->  {op}")
+        for task_id, modules, op, strategy in info.swapped:
+            print(f"  {task_id:<28} {', '.join(modules) or '(model)'}  ->  {op} ({strategy})")
+        for task_id, modules, best, instead, why in info.replaced:
+            print(f"  {task_id}: the {instead} kernel in place of the run's best ({best}) at "
+                  f"{', '.join(modules) or '(model)'}: {why}")
         for task_id, why in info.passed_over:
             print(f"  kept original: {task_id}: {why}")
         if info.untried:

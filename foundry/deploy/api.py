@@ -60,7 +60,8 @@ from foundry.tasks.loader import load_task
 
 @dataclass(frozen=True)
 class DeployInfo:
-    """What `deploy` did: `swapped`: (task id, module paths, op name) per occurrence;
+    """What `deploy` did: `swapped`: (task id, module paths, op name, the strategy that made
+    its kernel: "template:conv", "compiler:inductor", ...) per occurrence;
     `passed_over`: (task id, why) per task or occurrence left as it was, occurrences left
     for the same reason at the same modules (a loop calling one module) said once with
     their count; `dispatches`: the RegionDispatch of each swapped occurrence (its kernel
@@ -80,6 +81,9 @@ class DeployInfo:
     # (name, ms) of the deployed winner of that round and of the original's fastest form, timed again
     confirmation: tuple = ()
     untried: tuple = ()  # task id per occurrence kept without a try of its own (elimination_s spent)
+    # (task id, module paths, the strategy of the run's best kernel, the strategy whose kernel went
+    # in instead, why) per occurrence where a runner-up made the model faster
+    replaced: tuple = ()
 
 
 ELIMINATION_S = 300.0  # each try compiles the model: bounded on models with dozens of regions
@@ -127,7 +131,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     entries = {r.key: r for r in manifest.regions}
     # the inputs of the regions the manifest has (what a kernel is checked against its region on)
     obs = with_values(gm, inputs, {n for r in regions if r.key in entries for n in r.inputs}, obs)
-    kernels = {k.task_id: k for k in run.kernels}
+    kernels = {k.task_id: (k,) + runners_up for k, runners_up in run.by_task()}
+    device_type = str(inputs[0].device).split(":")[0]
     passed = list(run.passed_over)
     chosen = []
     found = set()
@@ -136,38 +141,45 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         if entry is None:
             continue
         found.add(entry.task_id)
-        best = kernels.get(entry.task_id)
-        if best is None:
-            continue
-        if best.device != str(inputs[0].device).split(":")[0]:
-            passed.append((entry.task_id, f"judged on {best.device}, the model runs on {inputs[0].device}"))
+        if entry.task_id not in kernels:
             continue
         occ = _occurrence_of(entry, region)
         if occ is None:
             passed.append((entry.task_id, f"occurrence at {', '.join(region.nodes)} is not in the manifest"))
             continue
-        params = {t: param_tensor(gm, m) for t, m in occ.param_map}
-        kernel = load_kernel(best.path, Path(run.tasks_dir) / entry.file, entry, params)
         fallback = region_module(gm, region)
         args = region_arguments(gm, region, obs.values)
-        task = load_task(Path(run.tasks_dir) / entry.file, profile="full")
-        why = same_results(kernel, fallback, args, len(region.inputs), atol=task.atol, rtol=task.rtol)
-        if why is not None:
-            passed.append((entry.task_id, f"kernel {best.path} at {', '.join(occ.modules)}: {why}"))
-            continue
-        dispatch = RegionDispatch(task_id=entry.task_id, fallback=fallback, n_activations=len(region.inputs),
-                                  kernels={dispatch_key(args[:len(region.inputs)]): kernel})
-        ops = register_region_op(dispatch)
-        chosen.append(Swap(region=region, call=region_call(ops, dispatch), dispatch=dispatch,
-                           path=exact_module(gm, region), fallback=fallback, args=tuple(args),
-                           record=(entry.task_id, tuple(occ.modules), str(ops.with_grad)),
-                           judged=best.speedup_compile if best.speedup_compile is not None else best.speedup_eager))
+        task_file = Path(run.tasks_dir) / entry.file
+        task = load_task(task_file, profile="full")
+        params = {t: param_tensor(gm, m) for t, m in occ.param_map}
+        swaps = []
+        for found_kernel in kernels[entry.task_id]:
+            if found_kernel.device != device_type:
+                passed.append((entry.task_id, f"kernel {found_kernel.path} was judged on {found_kernel.device}, "
+                                              f"the model runs on {inputs[0].device}"))
+                continue
+            kernel = load_kernel(found_kernel, task_file, entry, params)
+            why = same_results(kernel, fallback, args, len(region.inputs), atol=task.atol, rtol=task.rtol)
+            if why is not None:
+                passed.append((entry.task_id, f"kernel {found_kernel.path} at {', '.join(occ.modules)}: {why}"))
+                continue
+            dispatch = RegionDispatch(task_id=entry.task_id, fallback=fallback, n_activations=len(region.inputs),
+                                      kernels={dispatch_key(args[:len(region.inputs)]): kernel})
+            ops = register_region_op(dispatch)
+            swaps.append(Swap(region=region, call=region_call(ops, dispatch), dispatch=dispatch,
+                              path=exact_module(gm, region), fallback=fallback, args=tuple(args),
+                              record=(entry.task_id, tuple(occ.modules), str(ops.with_grad), found_kernel.strategy),
+                              judged=found_kernel.speedup_compile if found_kernel.speedup_compile is not None
+                              else found_kernel.speedup_eager))
+        if swaps:
+            chosen.append(replace(swaps[0], alternatives=tuple(swaps[1:])))
     for entry in manifest.regions:
         if entry.task_id in kernels and entry.task_id not in found:
             passed.append((entry.task_id, "its region is not in the model as captured now"))
     calls = module_calls(model, {s.path for s in chosen if s.path}, inputs)
     sites = {id(s): module_site(s.path, calls[s.path], s.region, list(s.args), s.fallback)
              for s in chosen if s.path}
+    sites.update({id(alt): sites.get(id(s)) for s in chosen for alt in s.alternatives})  # the same region
     rebound = rebound_by_forward(model, inputs) if chosen else ()
     if rebound:  # the captured graph would not rebind them: only the user's own forward, swapped, goes
         passed += [(s.record[0], f"not one submodule's forward, and the model's forward rebinds "
@@ -188,17 +200,18 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     device = str(inputs[0].device)
     weakest_first = sorted(chosen, key=lambda s: s.judged)
     choice = choose(model, build, weakest_first, inputs, device=device, modes=compile_modes(device, with_compile),
-                    dispatches=[s.dispatch for s in chosen], elimination_s=elimination_s)
+                    dispatches=[d.dispatch for s in chosen for d in (s, *s.alternatives)], elimination_s=elimination_s)
     winner = choice.winner
-    passed = info.passed_over + tuple((s.record[0], f"kernel at {', '.join(s.record[1]) or '(model)'}: {why}")
-                                      for s, why in choice.dropped)
+    passed = info.passed_over + tuple((s.record[0], f"kernel ({s.record[3]}) at {', '.join(s.record[1]) or '(model)'}:"
+                                                    f" {why}") for s, why in choice.dropped)
     info = replace(info, passed_over=passed, timings=choice.timings, confirmation=choice.confirmation,
                    returned=winner.name, untried=tuple(s.record[0] for s in choice.untried),
+                   replaced=tuple((s.record[0], s.record[1], s.record[3], alt.record[3], why)
+                                  for s, alt, why in choice.replaced),
                    model_speed=SideBySide(swapped_ms=dict(choice.timings)[winner.name],
                                           original_ms=choice.original_ms))
     if not winner.form:
-        left = [s for s in chosen if not any(s is d for d, _ in choice.dropped)]
-        info = replace(info, swapped=tuple(s.record for s in left))
+        info = replace(info, swapped=tuple(s.record for s in choice.kept))
         figures = ", ".join(f"{name} {ms:.4g} ms" for name, ms in choice.timings)
         why = f"{winner.name} was the fastest, timed side by side: {figures}"
         if choice.confirmation:
@@ -212,7 +225,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
 @dataclass(frozen=True, eq=False)  # compared by identity: its fields hold tensors
 class Swap:
     """One region occurrence going in: its region, the call standing for it, its dispatch,
-    the submodule it may be exactly, its original code and values, its DeployInfo record."""
+    the submodule it may be exactly, its original code and values, its DeployInfo record,
+    and the same region with the task's other kernels."""
 
     region: Region
     call: Callable
@@ -220,8 +234,9 @@ class Swap:
     path: str | None  # the submodule the region is exactly (exact_module), else None
     fallback: fx.GraphModule  # the region's original code
     args: tuple  # the values it sees in the model
-    record: tuple
+    record: tuple  # (task id, module paths, op name, the kernel's strategy): DeployInfo.swapped's entry
     judged: float  # the run's speedup for its task over torch.compile (over eager where it has none)
+    alternatives: tuple = ()  # Swaps of the same region running the task's runners-up (runinfo), to try instead
 
 
 def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, sites: dict) -> list:
@@ -260,7 +275,7 @@ def _deployed(deployed: nn.Module, info: DeployInfo, form: str, compiled: str, s
     left = [s for s in chosen if id(s) not in kept]
     passed = info.passed_over + tuple((task_id, f"not one submodule's forward, and the model with the other "
                                                 f"kernels in its own modules was faster; at {', '.join(mods)}")
-                                      for task_id, mods, _ in (s.record for s in left))
+                                      for task_id, mods, *_ in (s.record for s in left))
     deployed.foundry_deploy = replace(info, form=form, compiled=compiled, swapped=tuple(s.record for s in swaps),
                                       dispatches=tuple(s.dispatch for s in swaps), passed_over=said_once(passed),
                                       returned=info.returned or f"deployed ({form})")
@@ -271,7 +286,7 @@ def _original(model: nn.Module, info: DeployInfo, why: str, compiled: str = EAGE
     """The user's model itself (or torch.compile of it: the attribute goes through to the
     model), with `info` saying why nothing of the run is in it."""
     passed = info.passed_over + tuple((task_id, f"{why}; at {', '.join(modules) or '(model)'}")
-                                      for task_id, modules, _ in info.swapped)
+                                      for task_id, modules, *_ in info.swapped)
     model.foundry_deploy = replace(info, swapped=(), dispatches=(), passed_over=said_once(passed), original_kept=why,
                                    compiled=compiled, returned=info.returned or "original")
     return model

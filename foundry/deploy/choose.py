@@ -11,7 +11,12 @@ and each region adds its launch. So the decision is the whole model's, not the k
 
 The regions are tried out one at a time, the weakest kernel first (backward elimination:
 drop a region where the model without it is faster, keep it otherwise); with one region
-left, the model without it is the original, which the final timing holds. Each try
+left, the model without it is the original, which the final timing holds. A region whose
+task has other kernels (the run's runners-up, foundry.deploy.runinfo) is tried with each
+of them too, in the same timing, and the fastest of the models goes on: the kernel that
+wins alone is not always the one that wins beside the compiler's code (LeNet5 on a CPU:
+a ReLU + max-pool kernel behind torch's convolution won its region alone, 70.9 ms against
+89.4 for the whole region in C, and the model with it lost to torch.compile). Each try
 compiles a model, so on a model with dozens of regions the elimination is bounded by
 `elimination_s`: no try starts that would end past it, a try taken to last as long as the
 one before (the first: as long as building and compiling the forms with every region,
@@ -49,7 +54,9 @@ class Choice:
     `confirmation`: (contender name, ms) of the deployed model that won the final timing and
     of the fastest of the original's forms, timed again (empty when no deployed model won);
     the deployed one is the winner only if it was faster there by CONFIRM_MIN_GAIN; `untried`: the
-    swaps kept without a try of their own, the elimination's time being spent."""
+    swaps kept without a try of their own, the elimination's time being spent; `replaced`:
+    (swap, alternative, why) where one of a swap's `alternatives` (the same region with
+    another kernel) made the model faster and went in instead."""
 
     winner: Contender
     timings: tuple
@@ -58,6 +65,7 @@ class Choice:
     kept: tuple
     confirmation: tuple = ()
     untried: tuple = ()
+    replaced: tuple = ()  # (swap, its alternative that went in instead, why) per region whose kernel changed
 
 
 def _best(contenders: list, times: list) -> tuple:
@@ -97,26 +105,39 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
         return cache[ids(kept)]
 
     current = tuple(swaps)
-    dropped = []
+    dropped, replaced = [], []
     untried: tuple = ()
     deployed(current)  # the final timing needs them too; a try builds as much again
     try_s = time.monotonic() - started  # what the next try is expected to take
     for n, swap in enumerate(swaps):
-        if len(current) < 2:
-            break
+        # the sets to time against `current`: without the swap (with one left, that is the
+        # original, which the final timing holds) and with each of its alternatives instead
+        trials = [(None, tuple(s for s in current if s is not swap))] if len(current) > 1 else []
+        trials += [(alt, tuple(alt if s is swap else s for s in current)) for alt in swap.alternatives]
+        if not trials:
+            continue
         try_started = time.monotonic()
         if elimination_s is not None and try_started - started + try_s > elimination_s:
             untried = tuple(swaps[n:])
             break
-        trial = tuple(s for s in current if s is not swap)
-        with_it, without = deployed(current), deployed(trial)
-        times = time_contenders(with_it + without, inputs, device=device)
-        best_with, with_ms = _best(with_it, times[:len(with_it)])
-        best_without, without_ms = _best(without, times[len(with_it):])
-        if without_ms < with_ms:
-            dropped.append((swap, f"the model without it was faster: {without_ms:.4g} ms ({best_without.name}) vs "
-                                  f"{with_ms:.4g} ms with it ({best_with.name}), timed side by side"))
-            current = trial
+        sets = [deployed(current)] + [deployed(kept) for _, kept in trials]
+        times = time_contenders([c for models in sets for c in models], inputs, device=device)
+        bests, at = [], 0
+        for models in sets:
+            bests.append(_best(models, times[at:at + len(models)]))
+            at += len(models)
+        pick = min(range(len(sets)), key=lambda i: bests[i][1])
+        if pick:
+            alt, kept = trials[pick - 1]
+            (best_with, with_ms), (winner, winner_ms) = bests[0], bests[pick]
+            what = "without it" if alt is None else "with the other kernel instead"
+            why = (f"the model {what} was faster: {winner_ms:.4g} ms ({winner.name}) vs {with_ms:.4g} ms "
+                   f"with it ({best_with.name}), timed side by side")
+            if alt is None:
+                dropped.append((swap, why))
+            else:
+                replaced.append((swap, alt, why))
+            current = kept
         for key in [k for k in cache if k != ids(current)]:
             del cache[key]  # its compiled models are not needed again
         try_s = time.monotonic() - try_started
@@ -133,4 +154,5 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
         if again[0] > again[1] * (1 - CONFIRM_MIN_GAIN):
             winner = base
     return Choice(winner=winner, timings=tuple((c.name, t) for c, t in zip(final, times)), original_ms=times[0],
-                  dropped=tuple(dropped), kept=current, confirmation=confirmation, untried=untried)
+                  dropped=tuple(dropped), kept=current, confirmation=confirmation, untried=untried,
+                  replaced=tuple(replaced))

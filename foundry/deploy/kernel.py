@@ -1,9 +1,11 @@
-"""A best kernel file as a module ready to run inside the user's model: `ModelNew` built
-with its task's init inputs (its tuned PARAMS are in the file), holding the model's own
-parameters (shared, not copied) under the task's parameter names."""
+"""A run's kernel (its best file, or a runner-up's runnable source) as a module ready to
+run inside the user's model: `ModelNew` built with its task's init inputs (its tuned PARAMS
+are in the source), holding the model's own parameters (shared, not copied) under the
+task's parameter names."""
 
 from __future__ import annotations
 
+import linecache
 import sys
 import types
 from pathlib import Path
@@ -11,6 +13,7 @@ from pathlib import Path
 import torch
 import torch.nn as nn
 
+from foundry.deploy.runinfo import BestKernel
 from foundry.extract.errors import UserModelError
 from foundry.extract.manifest import RegionEntry
 from foundry.extract.values import TensorInfo
@@ -20,11 +23,16 @@ from foundry.tasks.loader import build_module, load_task
 INIT_SEED = 0
 
 
-def _exec(path: Path, name: str) -> types.ModuleType:
+def _exec(source: str, where: str, name: str) -> types.ModuleType:
+    """`source` run as module `name`; `where` is its file name in tracebacks and, for source
+    that is in no file (a runner-up's), in linecache, so that `inspect.getsource` finds it
+    (Triton's JIT reads its functions' source that way)."""
+    if not Path(where).is_file():
+        linecache.cache[where] = (len(source), None, source.splitlines(keepends=True), where)
     module = types.ModuleType(name)
-    module.__file__ = str(path)
+    module.__file__ = where
     sys.modules[name] = module
-    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    exec(compile(source, where, "exec"), module.__dict__)
     return module
 
 
@@ -39,26 +47,26 @@ def check_task_shapes(task_file: Path, region: RegionEntry) -> None:
                              f"{region.task_id} takes {list(region.inputs)}: the kernel's shapes no longer match")
 
 
-def load_kernel(best_file: str | Path, task_file: str | Path, region: RegionEntry,
+def load_kernel(found: BestKernel, task_file: str | Path, region: RegionEntry,
                 params: dict[str, torch.Tensor]) -> nn.Module:
-    """`ModelNew` of `best_file` in eval mode, its parameters `params` (task path -> the
-    model's tensor, assigned, so they stay the model's)."""
-    best_file, task_file = Path(best_file), Path(task_file)
+    """`ModelNew` of the kernel `found` in eval mode, its parameters `params` (task path ->
+    the model's tensor, assigned, so they stay the model's)."""
+    task_file = Path(task_file)
     check_task_shapes(task_file, region)
     task_module = build_module(load_task(task_file, profile="full"))
-    kernel_module = _exec(best_file, "foundry_deployed_" + best_file.stem)
+    kernel_module = _exec(found.source, found.path, "foundry_deployed_" + found.candidate_id)
     cls = getattr(kernel_module, "ModelNew", None)
     if cls is None:
-        raise UserModelError(f"kernel {best_file} defines no ModelNew")
+        raise UserModelError(f"kernel {found.path} defines no ModelNew")
     with seeded(INIT_SEED):
         kernel = cls(*task_module.get_init_inputs()).eval()
     state = kernel.state_dict()
     for name, value in params.items():
         if name not in state:
-            raise UserModelError(f"kernel {best_file}: has no parameter {name!r} (it has "
+            raise UserModelError(f"kernel {found.path}: has no parameter {name!r} (it has "
                                  f"{', '.join(sorted(state)) or 'none'}), so the model's parameters cannot go in")
         if tuple(state[name].shape) != tuple(value.shape) or state[name].dtype != value.dtype:
-            raise UserModelError(f"kernel {best_file}: parameter {name!r} is {tuple(state[name].shape)} "
+            raise UserModelError(f"kernel {found.path}: parameter {name!r} is {tuple(state[name].shape)} "
                                  f"{state[name].dtype}, the model's is {tuple(value.shape)} {value.dtype}: "
                                  "the kernel's shapes no longer match")
     kernel.load_state_dict(params, strict=False, assign=True)

@@ -1,8 +1,11 @@
 """What deployment reads from a run directory: the tasks folder it ran on (`tasks.path`
 in the run's config.yaml, or one given), that folder's manifest.json (which must be the
 deployed model's: same parameter fingerprint), and per task the best kernel the run
-judged correct and faster than eager or than torch.compile of its task (`best/<task>.py`):
-which of them go in is decided end to end, in the model (foundry.deploy.choose)."""
+judged correct and faster than eager or than torch.compile of its task (`best/<task>.py`),
+and its runners-up: the best such kernel of each other strategy that made one (a template
+family, the compiler seed, the LLM), at most RUNNERS_UP, the fastest first. Which of them go
+in is decided end to end, in the model (foundry.deploy.choose): the kernel fastest alone is
+not always the one fastest inside the model, where the compiler fuses around a region."""
 
 from __future__ import annotations
 
@@ -15,17 +18,26 @@ from foundry.extract.errors import UserModelError
 from foundry.extract.manifest import MANIFEST_FILE, Manifest, fingerprint, read_manifest
 from foundry.store.evallog import read_evaluations
 from foundry.store.rundir import RunDir
-from foundry.store.summary import best_record
+from foundry.store.best import runnable_source
+from foundry.store.evallog import EvaluationRecord
+from foundry.store.summary import best_record, speedups, task_baselines
+
+RUNNERS_UP = 2  # kernels of other strategies kept per task beside its best
 
 
 @dataclass(frozen=True)
 class BestKernel:
+    """A deployable kernel of a task: `path` is best/<task>.py for the task's best, else
+    where it was found ("<run>/evaluations, candidate <id>"); `source` is its runnable text."""
+
     task_id: str
-    path: str  # best/<task>.py
+    path: str
     candidate_id: str
     speedup_eager: float
     speedup_compile: float | None
     device: str  # the device the run judged it on ("cpu", "cuda")
+    source: str = ""
+    strategy: str = ""  # what made it: "template:conv", "compiler:inductor", ...
 
 
 @dataclass(frozen=True)
@@ -34,7 +46,13 @@ class RunKernels:
     tasks_dir: str
     manifest: Manifest
     kernels: tuple  # BestKernel, one per task that has a deployable one
+
+    def by_task(self) -> list[tuple[BestKernel, tuple]]:
+        """(best kernel, its runners-up) per task that has a deployable kernel."""
+        others = dict(self.runners_up)
+        return [(k, others.get(k.task_id, ())) for k in self.kernels]
     passed_over: tuple  # ((task_id, why), ...) tasks of the manifest without one
+    runners_up: tuple = ()  # (task_id, (BestKernel, ...)) per task with any, the fastest first
 
 
 def tasks_dir_of(run_dir: Path) -> Path:
@@ -74,7 +92,7 @@ def read_run(run_dir: str | Path, model: nn.Module, *, tasks_dir: str | Path | N
     for rec in read_evaluations(run_path):
         by_task.setdefault(rec.candidate.task_id, []).append(rec)
     run = RunDir(run_path)
-    kernels, passed = [], []
+    kernels, passed, runners_up = [], [], []
     for region in manifest.regions:
         best = best_record(by_task.get(region.task_id, ()))
         path = run.best_file(region.task_id)
@@ -90,10 +108,40 @@ def read_run(run_dir: str | Path, model: nn.Module, *, tasks_dir: str | Path | N
         elif not path.is_file():
             passed.append((region.task_id, f"{path} is missing (rebuild it: python -m foundry.report {run_path})"))
         else:
-            kernels.append(BestKernel(task_id=region.task_id, path=str(path),
-                                      candidate_id=best.candidate.candidate_id,
-                                      speedup_eager=float(best.result.speedup_eager),
-                                      speedup_compile=best.result.speedup_compile,
-                                      device=best.result.device or "cpu"))
+            kernels.append(_kernel(best, str(path), path.read_text(), by_task[region.task_id]))
+            others = _runners_up(by_task[region.task_id], best, run_path)
+            if others:
+                runners_up.append((region.task_id, others))
     return RunKernels(run_dir=str(run_path), tasks_dir=str(folder), manifest=manifest,
-                      kernels=tuple(kernels), passed_over=tuple(passed))
+                      kernels=tuple(kernels), passed_over=tuple(passed), runners_up=tuple(runners_up))
+
+
+def _strategy(record: EvaluationRecord) -> str:
+    return record.candidate.strategy_id or record.candidate.origin
+
+
+def _kernel(record: EvaluationRecord, path: str, source: str, records: list) -> BestKernel:
+    """`record`'s kernel, its speedups as `speedups` gives them against the task's `records`."""
+    eager, compiled = speedups(record, task_baselines(records))
+    return BestKernel(task_id=record.candidate.task_id, path=path, candidate_id=record.candidate.candidate_id,
+                      speedup_eager=float(eager), speedup_compile=compiled, device=record.result.device or "cpu",
+                      source=source, strategy=_strategy(record))
+
+
+def _runners_up(records: list, best: EvaluationRecord, run_path: Path) -> tuple:
+    """The fastest deployable kernel (faster than eager or than torch.compile) of each
+    strategy other than `best`'s, at most RUNNERS_UP, the fastest first."""
+    baselines = task_baselines(records)
+    by_strategy: dict[str, tuple] = {}  # strategy -> (its fastest record, that one's speedup over eager)
+    for r in records:
+        if not r.result.correct or _strategy(r) == _strategy(best):
+            continue
+        eager, compiled = speedups(r, baselines)
+        if eager is None or not (eager > 1.0 or (compiled or 0.0) > 1.0):
+            continue
+        held = by_strategy.get(_strategy(r))
+        if held is None or eager > held[1]:
+            by_strategy[_strategy(r)] = (r, eager)
+    ranked = sorted(by_strategy.values(), key=lambda held: -held[1])[:RUNNERS_UP]
+    return tuple(_kernel(r, f"{run_path}/evaluations, candidate {r.candidate.candidate_id}",
+                         runnable_source(r.candidate), records) for r, _ in ranked)

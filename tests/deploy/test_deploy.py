@@ -8,6 +8,7 @@ import importlib.util
 import re
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -107,7 +108,7 @@ def test_best_kernel_runs_as_a_custom_op(mlp_run):
     gm = deploy(model, run, example_inputs=inputs, check_speed=False)
     info = gm.foundry_deploy
     assert isinstance(info, DeployInfo) and info.form == "graph"  # each region spans fc1 and act
-    assert [(t, m) for t, m, _ in info.swapped] == [(task_id, ("blocks.0.fc1", "blocks.0.act")),
+    assert [(t, m) for t, m, *_ in info.swapped] == [(task_id, ("blocks.0.fc1", "blocks.0.act")),
                                                     (task_id, ("blocks.1.fc1", "blocks.1.act"))]
     assert len(re.findall(r"foundry_r02_linear_gelu_\d+\(", gm.code)) == 2
     assert all("foundry_deploy" in str(n.target.foundry_op) for n in gm.graph.nodes if hasattr(n.target, "foundry_op"))
@@ -160,7 +161,7 @@ def test_a_slower_or_incorrect_kernel_is_not_swapped_in(mlp_run, tmp_path):
     # slower than eager but faster than torch.compile of its task: the model decides (here, untimed: it goes in)
     beats_compile = make_run(tmp_path / "beats_compile", tasks, task_id, GELU_KERNEL, speedup=0.8)
     info = deploy(model, beats_compile, example_inputs=inputs, check_speed=False).foundry_deploy
-    assert [t for t, _, _ in info.swapped] == [task_id, task_id]
+    assert [t for t, *_ in info.swapped] == [task_id, task_id]
     wrong = make_run(tmp_path / "wrong", tasks, task_id, GELU_KERNEL, speedup=3.0, correct=False)
     info = deploy(model, wrong, example_inputs=inputs, check_speed=False).foundry_deploy
     assert not info.swapped and dict(info.passed_over)[task_id] == "no correct kernel in the run"
@@ -357,7 +358,7 @@ def test_a_region_stays_in_only_where_the_model_with_it_is_faster(mlp_run, monke
     scripted_clock(monkeypatch, lambda c: ms[_mods(c)] + (0.01 if c.compiled else 0.0))
     got = deploy(model, run, example_inputs=inputs)
     info = got.foundry_deploy
-    assert info.returned == "deployed (graph)" and [m for _, m, _ in info.swapped] == [("blocks.0.fc1", "blocks.0.act")]
+    assert info.returned == "deployed (graph)" and [m for _, m, *_ in info.swapped] == [("blocks.0.fc1", "blocks.0.act")]
     whys = [w for t, w in info.passed_over if t == task_id]
     assert any("blocks.1.fc1" in w and "the model without it was faster: 1 ms" in w for w in whys), whys
     with torch.no_grad():
@@ -467,7 +468,7 @@ def test_a_region_that_is_one_submodule_goes_into_the_users_own_model(gelu_net_r
     model, inputs, run, task_id = gelu_net_run
     deployed = deploy(model, run, example_inputs=inputs, check_speed=False)
     info = deployed.foundry_deploy
-    assert info.form == "modules" and [(t, m) for t, m, _ in info.swapped] == [(task_id, ("act",))]
+    assert info.form == "modules" and [(t, m) for t, m, *_ in info.swapped] == [(task_id, ("act",))]
     assert isinstance(deployed, type(model)) and deployed is not model
     assert type(deployed.act).__name__ == "DeployedTanhGelu" and type(model.act).__name__ == "TanhGelu"
     assert not hasattr(model, "foundry_deploy")  # the user's model is left as it was
@@ -547,7 +548,7 @@ def test_with_a_region_in_a_module_and_one_across_modules_the_faster_form_is_kep
     scripted_clock(monkeypatch, lambda c: {"modules": 1.0, "graph": 1.5}.get(c.form, 2.0))
     faster = deploy(model, run, example_inputs=inputs, with_compile=False)  # the modules form: faster
     info = faster.foundry_deploy
-    assert info.form == "modules" and [t for t, _, _ in info.swapped] == [gelu.task_id]
+    assert info.form == "modules" and [t for t, *_ in info.swapped] == [gelu.task_id]
     assert any(t == norm.task_id and "not one submodule's forward" in why for t, why in info.passed_over)
     assert info.model_speed.speedup == pytest.approx(2.0)
     with torch.no_grad():
@@ -568,6 +569,14 @@ def test_regions_not_tried_in_the_elimination_time_stay_in(mlp_run, monkeypatch)
     assert not any("the model without it was faster" in w for _, w in info.passed_over)
 
 
+@dataclass(frozen=True, eq=False)
+class Named:
+    """A stand-in swap for choose: a name and the swaps to try in its place."""
+
+    name: str
+    alternatives: tuple = ()
+
+
 def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
     """choose tries the swaps in the order given (deploy gives the lowest judged speedup
     first) and starts no try that would end past elimination_s, a try taken to last as long
@@ -576,28 +585,30 @@ def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
     tried = []
 
     def clock(cs, inputs, **k):
-        tried.append(tuple(tuple(c.swaps) for c in cs))
+        tried.append(tuple(tuple(s.name for s in c.swaps) for c in cs))
         return [1.0 + 0.1 * len(c.swaps) for c in cs]  # each swap slows the model: every try drops one
 
     monkeypatch.setattr(choose, "time_contenders", clock)
     build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
-    got = choose.choose(torch.nn.Identity(), build, ["weak", "middle", "strong"], (torch.ones(1),), device="cpu",
+    weak, middle, strong = Named("weak"), Named("middle"), Named("strong")
+    got = choose.choose(torch.nn.Identity(), build, [weak, middle, strong], (torch.ones(1),), device="cpu",
                         modes=())
     assert tried[0] == (("weak", "middle", "strong"), ("middle", "strong"))
     assert tried[1] == (("middle", "strong"), ("strong",))
-    assert [s for s, _ in got.dropped] == ["weak", "middle"] and got.kept == ("strong",) and got.untried == ()
+    assert got.dropped == ((weak, got.dropped[0][1]), (middle, got.dropped[1][1]))
+    assert got.kept == (strong,) and got.untried == ()
     tried.clear()
     # started 0; every swap built and compiled by 10; the first try 10-30; the second would
     # start at 35 and, taking 20 s as the first did, end at 55: past the bound of 50
     readings = [0.0, 10.0, 10.0, 30.0, 35.0]
     monkeypatch.setattr(choose.time, "monotonic", lambda: readings.pop(0) if len(readings) > 1 else readings[0])
-    got = choose.choose(torch.nn.Identity(), build, ["weak", "middle", "strong"], (torch.ones(1),), device="cpu",
+    got = choose.choose(torch.nn.Identity(), build, [weak, middle, strong], (torch.ones(1),), device="cpu",
                         modes=(), elimination_s=50.0)
-    assert [s for s, _ in got.dropped] == ["weak"] and got.untried == ("middle", "strong")
+    assert [s for s, _ in got.dropped] == [weak] and got.untried == (middle, strong)
     readings[:] = [0.0, 45.0, 45.0]  # building every swap took 45 s: a first try would end at 90
-    got = choose.choose(torch.nn.Identity(), build, ["weak", "middle", "strong"], (torch.ones(1),), device="cpu",
+    got = choose.choose(torch.nn.Identity(), build, [weak, middle, strong], (torch.ones(1),), device="cpu",
                         modes=(), elimination_s=50.0)
-    assert not got.dropped and got.untried == ("weak", "middle", "strong")
+    assert not got.dropped and got.untried == (weak, middle, strong)
 
 
 def test_a_kernel_is_checked_against_its_region_with_tf32_off_as_in_the_judge():

@@ -96,7 +96,7 @@ def test_a_model_named_model_end_to_end(tmp_path, capsys):
     model, inputs = load_spec(str(spec))
     deployed = deploy(model, run, example_inputs=inputs, check_speed=False)
     info = deployed.foundry_deploy
-    assert [t for t, _, _ in info.swapped] == [entry.task_id] and info.returned == "deployed (graph)"
+    assert [t for t, *_ in info.swapped] == [entry.task_id] and info.returned == "deployed (graph)"
     compiled = torch.compile(deployed, fullgraph=True)
     x = torch.randn(3, 512)  # another batch size: the region's own code, eager and compiled
     with torch.no_grad():
