@@ -11,7 +11,10 @@ and each region adds its launch. So the decision is the whole model's, not the k
 
 The regions are tried out one at a time, the weakest kernel first (backward elimination:
 drop a region where the model without it is faster, keep it otherwise); with one region
-left, the model without it is the original, which the final timing holds. A region whose
+left, the model without it is the original, which the final timing holds. Where a pass
+changed anything, the regions left are tried again (dropping only), until a pass changes
+nothing: a region is timed beside the others as they are, and they may have changed
+since its try. A region whose
 task has other kernels (the run's runners-up, foundry.deploy.runinfo) is tried with each
 of them too, in the same timing, and the fastest of the models goes on: the kernel that
 wins alone is not always the one that wins beside the compiler's code (LeNet5 on a CPU:
@@ -109,38 +112,48 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
     untried: tuple = ()
     deployed(current)  # the final timing needs them too; a try builds as much again
     try_s = time.monotonic() - started  # what the next try is expected to take
-    for n, swap in enumerate(swaps):
-        # the sets to time against `current`: without the swap (with one left, that is the
-        # original, which the final timing holds) and with each of its alternatives instead
-        trials = [(None, tuple(s for s in current if s is not swap))] if len(current) > 1 else []
-        trials += [(alt, tuple(alt if s is swap else s for s in current)) for alt in swap.alternatives]
-        if not trials:
-            continue
-        try_started = time.monotonic()
-        if elimination_s is not None and try_started - started + try_s > elimination_s:
-            untried = tuple(swaps[n:])
+    order, first, changed = tuple(swaps), True, True
+    while changed and not untried:
+        changed = False
+        for n, swap in enumerate(order):
+            # the sets to time against `current`: without the swap (with one left, that is the
+            # original, which the final timing holds) and, on the first pass, with each of its
+            # alternatives instead
+            trials = [(None, tuple(s for s in current if s is not swap))] if len(current) > 1 else []
+            if first:
+                trials += [(alt, tuple(alt if s is swap else s for s in current)) for alt in swap.alternatives]
+            if not trials:
+                continue
+            try_started = time.monotonic()
+            if elimination_s is not None and try_started - started + try_s > elimination_s:
+                untried = tuple(order[n:]) if first else ()
+                changed = False
+                break
+            sets = [deployed(current)] + [deployed(kept) for _, kept in trials]
+            times = time_contenders([c for models in sets for c in models], inputs, device=device)
+            bests, at = [], 0
+            for models in sets:
+                bests.append(_best(models, times[at:at + len(models)]))
+                at += len(models)
+            pick = min(range(len(sets)), key=lambda i: bests[i][1])
+            if pick:
+                alt, kept = trials[pick - 1]
+                (best_with, with_ms), (winner, winner_ms) = bests[0], bests[pick]
+                what = "without it" if alt is None else "with the other kernel instead"
+                why = (f"the model {what} was faster: {winner_ms:.4g} ms ({winner.name}) vs {with_ms:.4g} ms "
+                       f"with it ({best_with.name}), timed side by side")
+                if alt is None:
+                    dropped.append((swap, why))
+                else:
+                    replaced.append((swap, alt, why))
+                current, changed = kept, True
+            for key in [k for k in cache if k != ids(current)]:
+                del cache[key]  # its compiled models are not needed again
+            try_s = time.monotonic() - try_started
+        if untried:
             break
-        sets = [deployed(current)] + [deployed(kept) for _, kept in trials]
-        times = time_contenders([c for models in sets for c in models], inputs, device=device)
-        bests, at = [], 0
-        for models in sets:
-            bests.append(_best(models, times[at:at + len(models)]))
-            at += len(models)
-        pick = min(range(len(sets)), key=lambda i: bests[i][1])
-        if pick:
-            alt, kept = trials[pick - 1]
-            (best_with, with_ms), (winner, winner_ms) = bests[0], bests[pick]
-            what = "without it" if alt is None else "with the other kernel instead"
-            why = (f"the model {what} was faster: {winner_ms:.4g} ms ({winner.name}) vs {with_ms:.4g} ms "
-                   f"with it ({best_with.name}), timed side by side")
-            if alt is None:
-                dropped.append((swap, why))
-            else:
-                replaced.append((swap, alt, why))
-            current = kept
-        for key in [k for k in cache if k != ids(current)]:
-            del cache[key]  # its compiled models are not needed again
-        try_s = time.monotonic() - try_started
+        # a change alters what every other region runs beside: the swaps left are tried again
+        order, first = current, False
     baseline = contenders_of(model, "", (), modes, inputs)
     final = baseline + deployed(current)
     times = time_contenders(final, inputs, device=device)

@@ -148,3 +148,21 @@ def test_choose_tries_each_alternative_beside_dropping_the_swap(monkeypatch):
     assert [(s.name, alt.name) for s, alt, _ in got.replaced] == [("a", "a2")]
     assert tried[1] == [("a2", "b"), ("a2",)]  # b: dropped, its model without it faster
     assert [s.name for s, _ in got.dropped] == ["b"] and [s.name for s in got.kept] == ["a2"]
+
+
+def test_a_region_kept_beside_a_kernel_since_replaced_is_tried_again(monkeypatch):
+    """LeNet5's case: the weak region (c2) pays only beside region c1's first kernel, which
+    a runner-up (c1b) replaces later in the same pass; the next pass drops c2."""
+    import foundry.deploy.choose as choose
+    c1b = Named("c1b")
+    c2, c1 = Named("c2"), Named("c1", alternatives=(c1b,))
+
+    def ms(names: set) -> float:
+        effect = {"c1": 1.0, "c1b": -0.5}
+        return 2.0 + sum(effect.get(n, 0.0) for n in names) + ("c2" in names) * (-0.1 if "c1" in names else 0.2)
+
+    monkeypatch.setattr(choose, "time_contenders", lambda cs, inputs, **k: [ms({s.name for s in c.swaps}) for c in cs])
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    got = choose.choose(torch.nn.Identity(), build, [c2, c1], (torch.ones(1),), device="cpu", modes=())
+    assert [(s.name, alt.name) for s, alt, _ in got.replaced] == [("c1", "c1b")]
+    assert [s.name for s, _ in got.dropped] == ["c2"] and got.kept == (c1b,)
