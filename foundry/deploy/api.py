@@ -39,7 +39,7 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from foundry.deploy.choose import CONFIRM_MIN_GAIN, choose
+from foundry.deploy.choose import CONFIRM_MIN_GAIN, Unit, choose
 from foundry.deploy.contenders import EAGER, compile_modes
 from foundry.deploy.kernel import load_kernel
 from foundry.deploy.module_swap import exact_module, module_calls, module_site, share_clone, swap_forward
@@ -198,7 +198,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         deployed, form, swaps = build(chosen)[0]
         return _deployed(deployed, info, form, EAGER, swaps, chosen)
     device = str(inputs[0].device)
-    weakest_first = sorted(chosen, key=lambda s: s.judged)
+    weakest_first = sorted(_units(chosen), key=lambda u: u.swaps[0].judged)
     choice = choose(model, build, weakest_first, inputs, device=device, modes=compile_modes(device, with_compile),
                     dispatches=[d.dispatch for s in chosen for d in (s, *s.alternatives)], elimination_s=elimination_s)
     winner = choice.winner
@@ -237,6 +237,24 @@ class Swap:
     record: tuple  # (task id, module paths, op name, the kernel's strategy): DeployInfo.swapped's entry
     judged: float  # the run's speedup for its task over torch.compile (over eager where it has none)
     alternatives: tuple = ()  # Swaps of the same region running the task's runners-up (runinfo), to try instead
+
+
+def _units(chosen: list) -> list[Unit]:
+    """The swaps grouped by task (every occurrence of a task, with its best kernel), each
+    with the runner-up kernels every one of those occurrences has (by strategy)."""
+    by_task: dict[str, list] = {}
+    for s in chosen:
+        by_task.setdefault(s.record[0], []).append(s)
+    units = []
+    for swaps in by_task.values():
+        strategies = [alt.record[3] for alt in swaps[0].alternatives]
+        alternatives = []
+        for strategy in strategies:
+            alt = tuple(next((a for a in s.alternatives if a.record[3] == strategy), None) for s in swaps)
+            if all(a is not None for a in alt):
+                alternatives.append(alt)
+        units.append(Unit(swaps=tuple(swaps), alternatives=tuple(alternatives)))
+    return units
 
 
 def _forms(model: nn.Module, gm: fx.GraphModule, chosen: list, sites: dict) -> list:

@@ -9,22 +9,25 @@ torch.compile the region's code is fused with its neighbours by Inductor, while 
 op is a wall the fusion stops at; in eager the deployed graph runs ops the module did not
 and each region adds its launch. So the decision is the whole model's, not the kernel's.
 
-The regions are tried out one at a time, the weakest kernel first (backward elimination:
-drop a region where the model without it is faster, keep it otherwise); with one region
-left, the model without it is the original, which the final timing holds. Where a pass
-changed anything, the regions left are tried again (dropping only), until a pass changes
-nothing: a region is timed beside the others as they are, and they may have changed
-since its try. A region whose
-task has other kernels (the run's runners-up, foundry.deploy.runinfo) is tried with each
-of them too, in the same timing, and the fastest of the models goes on: the kernel that
-wins alone is not always the one that wins beside the compiler's code (LeNet5 on a CPU:
-a ReLU + max-pool kernel behind torch's convolution won its region alone, 70.9 ms against
-89.4 for the whole region in C, and the model with it lost to torch.compile). Each try
-compiles a model, so on a model with dozens of regions the elimination is bounded by
-`elimination_s`: no try starts that would end past it, a try taken to last as long as the
-one before (the first: as long as building and compiling the forms with every region,
-which a try does once more). The regions not tried stay in (`Choice.untried`), and the
-final timing against the original's forms still decides what comes back.
+The regions are tried out a task at a time (a `Unit`: every occurrence of the task in the
+model, with the same kernel), the weakest kernel first (backward elimination: drop a unit
+where the model without it is faster, keep it otherwise); with one unit left, the model
+without it is the original, which the final timing holds. A unit, not an occurrence: one
+of 15 occurrences changes the forward by less than the timing's noise on a busy CPU, and
+there 3_DeepNarrowMLP, tried an occurrence at a time, lost 13 of its 17 regions to coin
+flips (13.8 ms in `check`, against 5.8 with all 17 in). Where a pass changed anything, the
+units left are tried again (dropping only), until a pass changes nothing: a unit is timed
+beside the others as they are, and they may have changed since its try. A unit whose task
+has other kernels (the run's runners-up, foundry.deploy.runinfo) is tried with each of
+them too, in the same timing, and the fastest of the models goes on: the kernel that wins
+alone is not always the one that wins beside the compiler's code (LeNet5 on a CPU: a ReLU +
+max-pool kernel behind torch's convolution won its region alone, 70.9 ms against 89.4 for
+the whole region in C, and the model with it lost to torch.compile). Each try compiles a
+model, so on a model with dozens of tasks the elimination is bounded by `elimination_s`:
+no try starts that would end past it, a try taken to last as long as the one before (the
+first: as long as building and compiling the forms with every region, which a try does
+once more). The units not tried stay in (`Choice.untried`), and the final timing against
+the original's forms still decides what comes back.
 
 A deployed model that wins the final timing is timed once more against the fastest of the
 original's forms alone, in longer and more rounds (CONFIRM_ROUNDS of CONFIRM_ROUND_S), and
@@ -49,6 +52,16 @@ CONFIRM_ROUND_S = 0.1
 CONFIRM_MIN_GAIN = 0.02  # the deployed model's time must be at most (1 - this) x the original's fastest form
 
 
+@dataclass(frozen=True, eq=False)  # compared by identity: it holds swaps
+class Unit:
+    """What the elimination tries as one: `swaps`, the occurrences of one task in the model
+    with one kernel, and `alternatives`, the same occurrences with each other kernel (each
+    a tuple of swaps, in the order of `swaps`)."""
+
+    swaps: tuple
+    alternatives: tuple = ()
+
+
 @dataclass(frozen=True, eq=False)  # compared by identity: it holds models
 class Choice:
     """`winner`: the contender handed back; `timings`: (contender name, ms) of the final
@@ -58,8 +71,8 @@ class Choice:
     of the fastest of the original's forms, timed again (empty when no deployed model won);
     the deployed one is the winner only if it was faster there by CONFIRM_MIN_GAIN; `untried`: the
     swaps kept without a try of their own, the elimination's time being spent; `replaced`:
-    (swap, alternative, why) where one of a swap's `alternatives` (the same region with
-    another kernel) made the model faster and went in instead."""
+    (swap, alternative, why) per swap of a unit whose alternative (the same occurrences
+    with another kernel) made the model faster and went in instead."""
 
     winner: Contender
     timings: tuple
@@ -68,7 +81,7 @@ class Choice:
     kept: tuple
     confirmation: tuple = ()
     untried: tuple = ()
-    replaced: tuple = ()  # (swap, its alternative that went in instead, why) per region whose kernel changed
+    replaced: tuple = ()
 
 
 def _best(contenders: list, times: list) -> tuple:
@@ -76,22 +89,22 @@ def _best(contenders: list, times: list) -> tuple:
     return contenders[i], times[i]
 
 
-def choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs: tuple, *, device: str,
+def choose(model: nn.Module, build: Callable[[list], list], units: list, inputs: tuple, *, device: str,
            modes: tuple, dispatches=(), elimination_s: float | None = None) -> Choice:
     """The fastest of the original and the deployed models. `build(swaps)` makes the
     deployed forms holding `swaps`, as [(model, form, swaps in it)], the one with every
-    swap first (only that one is also compiled, in each of `modes`). `swaps` are tried in
-    their order (the weakest first), until `elimination_s` is spent (None: no limit). The
-    call counts of `dispatches` (RegionDispatch) are left as they were."""
+    swap first (only that one is also compiled, in each of `modes`). `units` (Unit) are
+    tried in their order (the weakest first), until `elimination_s` is spent (None: no
+    limit). The call counts of `dispatches` (RegionDispatch) are left as they were."""
     calls = [(d.kernel_calls, d.fallback_calls) for d in dispatches]
     try:
-        return _choose(model, build, swaps, inputs, device=device, modes=modes, elimination_s=elimination_s)
+        return _choose(model, build, units, inputs, device=device, modes=modes, elimination_s=elimination_s)
     finally:
         for d, (k, f) in zip(dispatches, calls):
             d.kernel_calls, d.fallback_calls = k, f
 
 
-def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs: tuple, *, device: str,
+def _choose(model: nn.Module, build: Callable[[list], list], units: list, inputs: tuple, *, device: str,
             modes: tuple, elimination_s: float | None) -> Choice:
     started = time.monotonic()
     cache: dict = {}  # the contenders of the current set of swaps and of the one tried
@@ -107,26 +120,33 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
             cache[ids(kept)] = out
         return cache[ids(kept)]
 
-    current = tuple(swaps)
+    def without(current: tuple, swaps: tuple) -> tuple:
+        return tuple(s for s in current if not any(s is t for t in swaps))
+
+    def instead(current: tuple, swaps: tuple, others: tuple) -> tuple:
+        by_id = {id(s): o for s, o in zip(swaps, others)}
+        return tuple(by_id.get(id(s), s) for s in current)
+
+    current = tuple(s for u in units for s in u.swaps)
     dropped, replaced = [], []
     untried: tuple = ()
     deployed(current)  # the final timing needs them too; a try builds as much again
     try_s = time.monotonic() - started  # what the next try is expected to take
-    order, first, changed = tuple(swaps), True, True
+    # (the unit's swaps as they are now in `current`, its alternatives: only on the first pass)
+    order = [(u.swaps, u.alternatives) for u in units]
+    first, changed = True, True
     while changed and not untried:
         changed = False
-        for n, swap in enumerate(order):
-            # the sets to time against `current`: without the swap (with one left, that is the
-            # original, which the final timing holds) and, on the first pass, with each of its
-            # alternatives instead
-            trials = [(None, tuple(s for s in current if s is not swap))] if len(current) > 1 else []
-            if first:
-                trials += [(alt, tuple(alt if s is swap else s for s in current)) for alt in swap.alternatives]
+        for n, (swaps, alternatives) in enumerate(order):
+            # the sets to time against `current`: without the unit (with one left, that is the
+            # original, which the final timing holds) and with each of its alternatives instead
+            trials = [(None, without(current, swaps))] if len(current) > len(swaps) else []
+            trials += [(alt, instead(current, swaps, alt)) for alt in alternatives]
             if not trials:
                 continue
             try_started = time.monotonic()
             if elimination_s is not None and try_started - started + try_s > elimination_s:
-                untried = tuple(order[n:]) if first else ()
+                untried = tuple(s for swaps_left, _ in order[n:] for s in swaps_left) if first else ()
                 changed = False
                 break
             sets = [deployed(current)] + [deployed(kept) for _, kept in trials]
@@ -143,17 +163,19 @@ def _choose(model: nn.Module, build: Callable[[list], list], swaps: list, inputs
                 why = (f"the model {what} was faster: {winner_ms:.4g} ms ({winner.name}) vs {with_ms:.4g} ms "
                        f"with it ({best_with.name}), timed side by side")
                 if alt is None:
-                    dropped.append((swap, why))
+                    dropped += [(s, why) for s in swaps]
                 else:
-                    replaced.append((swap, alt, why))
+                    replaced += [(s, a, why) for s, a in zip(swaps, alt)]
+                    order[n] = (alt, ())
                 current, changed = kept, True
             for key in [k for k in cache if k != ids(current)]:
                 del cache[key]  # its compiled models are not needed again
             try_s = time.monotonic() - try_started
         if untried:
             break
-        # a change alters what every other region runs beside: the swaps left are tried again
-        order, first = current, False
+        # a change alters what every other unit runs beside: the units left are tried again
+        order = [(swaps, ()) for swaps, _ in order if any(s is t for t in current for s in swaps)]
+        first = False
     baseline = contenders_of(model, "", (), modes, inputs)
     final = baseline + deployed(current)
     times = time_contenders(final, inputs, device=device)
