@@ -7,10 +7,15 @@ taken before every item that is not, each kind in the order submitted, so that a
 first kernel does not wait behind the tuning of tasks that have one. When a call raises
 `WorkerLost` (the evaluator died or is restarting), the item goes back to the queue for
 any evaluator and the worker waits before it calls again; after `max_attempts` losses of
-one item it fails with `EvaluationLost`. A worker whose evaluator lost `give_up_after` calls in a row
-stops. The evaluation budget (total and per key) is counted here, at submission, so it
-is exact however many islands submit. `on_settle(payload, result, error)` is called
-once per item when it settles, in the worker, whether or not its submitter still waits.
+one item it fails with `EvaluationLost`. `WorkerUnavailable` (the evaluator is known to be
+restarting and took no work) counts no loss against the item, and the worker's wait
+doubles with each in a row, up to UNAVAILABLE_WAIT_S: on a loaded machine a restart takes
+seconds, and items charged a loss for each call the restarting evaluator refused failed
+as lost three times without having run. A worker whose evaluator lost `give_up_after`
+calls in a row stops. The evaluation budget (total and per key) is counted here, at
+submission, so it is exact however many islands submit. `on_settle(payload, result,
+error)` is called once per item when it settles, in the worker, whether or not its
+submitter still waits.
 
 `abandon(reason)` ends the wait for everything queued or being evaluated (when a run
 stops before its evaluations end): each such item's submitter gets `Refused`, the item
@@ -29,10 +34,17 @@ from typing import Any, Awaitable, Callable
 log = logging.getLogger(__name__)
 TWIN = "twin"  # the refusal scope of a candidate already judged for another island (its result comes along)
 TWIN_PENDING = "twin_pending"  # ... of one being judged for another island now (no result; nothing waits)
+UNAVAILABLE_WAIT_S = 1.0  # the longest a worker waits between calls to an evaluator still restarting
 
 
 class WorkerLost(Exception):
     """The evaluator died or is restarting; the item is re-queued."""
+
+
+class WorkerUnavailable(WorkerLost):
+    """The evaluator is still restarting and took no work: the item is re-queued without
+    a loss counted against it (it did not cost the evaluator), and the worker waits longer
+    each time before it calls again."""
 
 
 class EvaluationLost(RuntimeError):
@@ -208,7 +220,7 @@ class Balancer:
                 item.worker, item.started = "", None
                 if item.abandoned:
                     continue
-                item.attempts += 1
+                item.attempts += 0 if isinstance(e, WorkerUnavailable) else 1
                 if item.attempts >= self.max_attempts:
                     self._settle(item, None, EvaluationLost(
                         f"the evaluator was lost {item.attempts} times on this candidate ({e})"))
@@ -219,7 +231,10 @@ class Balancer:
                     stats.alive = False
                     self._fail_if_no_worker()
                     return
-                await asyncio.sleep(self.retry_delay_s)
+                wait_s = self.retry_delay_s
+                if isinstance(e, WorkerUnavailable):
+                    wait_s = min(wait_s * 2 ** min(stats.consecutive_lost, 16), UNAVAILABLE_WAIT_S)
+                await asyncio.sleep(wait_s)
                 continue
             except Exception as e:  # noqa: BLE001 - the evaluator's own error: pass it to the submitter
                 stats.busy -= 1

@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable
 import ray
 from ray.exceptions import ActorUnschedulableError, RayActorError
 
-from actors.dispatch import TWIN, TWIN_PENDING, Balancer, EvaluationLost, Refused, WorkerLost
+from actors.dispatch import TWIN, TWIN_PENDING, Balancer, EvaluationLost, Refused, WorkerLost, WorkerUnavailable
 from actors.evaluation import as_logged
 from actors.ledger import Ledger, Settled
 from actors.twins import Twins
@@ -24,12 +24,25 @@ from foundry.store.unfinished import Unfinished
 from foundry.types import Candidate, EvalResult, Stage, Task
 
 
-def _caller(handle, tuning_open: Callable[[], bool]):
+def evaluator_call(handle, tuning_open: Callable[[], bool]):
+    """The balancer's call to one evaluator actor. After a call that lost the actor, the
+    next one first asks whether the actor is back (`__ray_ready__`): while it is not, the
+    call raises WorkerUnavailable, which charges the item no loss."""
+    lost = False
+
     async def call(payload):
+        nonlocal lost
         task, candidate, _origin = payload
+        if lost:
+            try:
+                await handle.__ray_ready__.remote()
+            except (RayActorError, ActorUnschedulableError) as e:
+                raise WorkerUnavailable(f"{type(e).__name__}, still restarting") from None
+            lost = False
         try:  # whether to tune is settled as the evaluator takes the candidate, not as it was queued
             return await handle.evaluate.remote(task, candidate, tune=tuning_open())
         except (RayActorError, ActorUnschedulableError) as e:  # the second: its node is gone
+            lost = True
             raise WorkerLost(type(e).__name__) from None
     return call
 
@@ -88,7 +101,7 @@ class DispatcherActor:
 
     async def add_evaluators(self, handles: dict, slots: int = 1) -> None:
         for name, handle in handles.items():
-            self.balancer.add_worker(name, _caller(handle, self.tuning_open), slots=slots)
+            self.balancer.add_worker(name, evaluator_call(handle, self.tuning_open), slots=slots)
             self._evaluators[name] = handle
 
     async def remove_evaluators(self, names: list[str]) -> int:

@@ -9,11 +9,14 @@ dispatcher); kept apart so that each piece of the driver stays small.
 from __future__ import annotations
 
 import logging
+import time
 
 import ray
-from ray.exceptions import ActorUnschedulableError, GetTimeoutError, RayActorError
+from ray.exceptions import ActorUnavailableError, ActorUnschedulableError, GetTimeoutError, RayActorError
 
 log = logging.getLogger("foundry.run")
+RESTART_WAIT_S = 60.0  # the longest the driver waits for a dead island's actor to come back
+RESTART_POLL_S = 0.2
 
 
 class IslandRestarts:
@@ -69,7 +72,27 @@ class IslandRestarts:
         if self.relaunches[i] > max(3, self.s.ray.max_restarts):
             self.finished[i] = f"island {i} failed {self.relaunches[i]} times"
             return
+        self._await_restart(i)
         try:
             self._launch(i)
         except RayActorError:
             self.finished[i] = f"island {i}: its actor could not be restarted"
+
+    def _await_restart(self, i: int) -> None:
+        """Wait (at most RESTART_WAIT_S, never past the wall-time budget) until island `i`'s
+        actor answers again after its restart. A loop launched on it before then fails at
+        once with ActorUnavailableError, which reads as another death: on a loaded 2-core
+        machine one death of an island was so reported three times over, each counted
+        toward the island's restart limit."""
+        deadline = time.monotonic() + max(0.5, self._left(RESTART_WAIT_S))
+        while True:
+            try:
+                ray.get(self.islands[i].__ray_ready__.remote(), timeout=max(0.1, deadline - time.monotonic()))
+                return
+            except ActorUnavailableError:  # still restarting: ask again shortly
+                if time.monotonic() + RESTART_POLL_S >= deadline:
+                    break
+                time.sleep(RESTART_POLL_S)
+            except (RayActorError, GetTimeoutError):  # dead for good, or slow: the launch says which
+                break
+        log.warning("island %d: its actor did not answer within the wait; launching it anyway", i)

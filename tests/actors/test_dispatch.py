@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from actors.dispatch import Balancer, EvaluationLost, Refused, WorkerLost
+from actors.dispatch import Balancer, EvaluationLost, Refused, WorkerLost, WorkerUnavailable
 
 
 def worker(name, delay, log, fail_first=0):
@@ -95,6 +95,37 @@ async def test_an_item_that_keeps_killing_workers_fails_after_max_attempts():
     b.add_worker("a", always_dies)
     with pytest.raises(EvaluationLost, match="3 times"):
         await b.submit(1)
+    await b.aclose()
+
+
+async def test_an_evaluator_still_restarting_charges_the_item_no_loss(monkeypatch):
+    """The item's one real loss (its evaluator died under it), then five refusals while the
+    evaluator restarts: the item is not failed (max_attempts 3), it is judged once the
+    evaluator is back; the worker waited longer in between, up to UNAVAILABLE_WAIT_S."""
+    import actors.dispatch as dispatch
+    waits = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(s):
+        waits.append(s)
+        await real_sleep(0)
+
+    monkeypatch.setattr(dispatch.asyncio, "sleep", sleep)
+    calls = []
+
+    async def restarting(payload):
+        calls.append(payload)
+        if len(calls) == 1:
+            raise WorkerLost("ActorDiedError")
+        if len(calls) <= 6:
+            raise WorkerUnavailable("ActorUnavailableError, still restarting")
+        return payload * 10
+
+    b = Balancer(max_attempts=3, retry_delay_s=0.5)
+    b.add_worker("a", restarting)
+    assert await b.submit(7) == 70
+    assert len(calls) == 7 and waits == [0.5, 1.0, 1.0, 1.0, 1.0, 1.0]
+    assert b.stats()["workers"]["a"]["lost"] == 6
     await b.aclose()
 
 

@@ -68,7 +68,8 @@ def test_killed_evaluator_and_island_processes(ray_session, tmp_path, capsys, mo
     assert len(records) == 60, out[-2000:]
     keys = [(r.candidate.island_id, r.candidate.candidate_id) for r in records]
     assert len(set(keys)) == len(keys)
-    assert {r.evaluator for r in records} == {"evaluator-0", "evaluator-1"}
+    nameless = [(r.seq, r.result.stage, r.result.error) for r in records if not r.evaluator]
+    assert {r.evaluator for r in records} == {"evaluator-0", "evaluator-1"}, nameless
     late0 = [r for r in records if r.seq > killed["at"] + 2 and r.candidate.island_id == 0]
     assert late0, "island 0 produced nothing after its restart"
     assert json.loads((run_dir / "checkpoints" / "island-0" / "worker.json").read_text())["pid"] != killed["island"]
