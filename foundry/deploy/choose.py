@@ -13,10 +13,10 @@ The regions are tried out a task at a time (a `Unit`: every occurrence of the ta
 model, with the same kernel), the weakest kernel first (backward elimination: drop a unit
 where the model without it is faster, keep it otherwise); with one unit left, the model
 without it is the original, which the final timing holds. A unit, not an occurrence: one
-of 15 occurrences changes the forward by less than the timing's noise on a busy CPU, and
-there 3_DeepNarrowMLP, tried an occurrence at a time, lost 13 of its 17 regions to coin
-flips (13.8 ms in `check`, against 5.8 with all 17 in). Where a pass changed anything, the
-units left are tried again (dropping only), until a pass changes nothing: a unit is timed
+of 15 occurrences changes the forward by less than the timing's noise on a 2-core CPU,
+and there 3_DeepNarrowMLP, tried an occurrence at a time, lost 13 of its 17 regions to
+coin flips (13.8 ms in `check`; 6.2 with all 17 in, tried a task at a time). Where a pass
+changed anything, the units left are tried again (dropping only), until a pass changes nothing: a unit is timed
 beside the others as they are, and they may have changed since its try. A unit whose task
 has other kernels (the run's runners-up, foundry.deploy.runinfo) is tried with each of
 them too, in the same timing, and the fastest of the models goes on: the kernel that wins
