@@ -93,6 +93,6 @@ class IslandRestarts:
                 if time.monotonic() + RESTART_POLL_S >= deadline:
                     break
                 time.sleep(RESTART_POLL_S)
-            except (RayActorError, GetTimeoutError):  # dead for good, or slow: the launch says which
-                break
+            except (RayActorError, ActorUnschedulableError, GetTimeoutError):  # dead, its node gone, or slow:
+                break  # the launch says which (a moved island runs again from _check_runs)
         log.warning("island %d: its actor did not answer within the wait; launching it anyway", i)
