@@ -108,8 +108,9 @@ def read_run(run_dir: str | Path, model: nn.Module, *, tasks_dir: str | Path | N
         elif not path.is_file():
             passed.append((region.task_id, f"{path} is missing (rebuild it: python -m foundry.report {run_path})"))
         else:
-            kernels.append(_kernel(best, str(path), path.read_text(), by_task[region.task_id]))
-            others = _runners_up(by_task[region.task_id], best, run_path)
+            baselines = task_baselines(by_task[region.task_id])
+            kernels.append(_kernel(best, str(path), path.read_text(), baselines))
+            others = _runners_up(by_task[region.task_id], best, run_path, baselines)
             if others:
                 runners_up.append((region.task_id, others))
     return RunKernels(run_dir=str(run_path), tasks_dir=str(folder), manifest=manifest,
@@ -120,18 +121,18 @@ def _strategy(record: EvaluationRecord) -> str:
     return record.candidate.strategy_id or record.candidate.origin
 
 
-def _kernel(record: EvaluationRecord, path: str, source: str, records: list) -> BestKernel:
-    """`record`'s kernel, its speedups as `speedups` gives them against the task's `records`."""
-    eager, compiled = speedups(record, task_baselines(records))
+def _kernel(record: EvaluationRecord, path: str, source: str, baselines: dict) -> BestKernel:
+    """`record`'s kernel, its speedups as `speedups` gives them against its task's `baselines`."""
+    eager, compiled = speedups(record, baselines)
     return BestKernel(task_id=record.candidate.task_id, path=path, candidate_id=record.candidate.candidate_id,
                       speedup_eager=float(eager), speedup_compile=compiled, device=record.result.device or "cpu",
                       source=source, strategy=_strategy(record))
 
 
-def _runners_up(records: list, best: EvaluationRecord, run_path: Path) -> tuple:
+def _runners_up(records: list, best: EvaluationRecord, run_path: Path, baselines: dict) -> tuple:
     """The fastest deployable kernel (faster than eager or than torch.compile) of each
-    strategy other than `best`'s, at most RUNNERS_UP, the fastest first."""
-    baselines = task_baselines(records)
+    strategy other than `best`'s, at most RUNNERS_UP, the fastest first (`baselines`: the
+    task's, `task_baselines` of `records`)."""
     by_strategy: dict[str, tuple] = {}  # strategy -> (its fastest record, that one's speedup over eager)
     for r in records:
         if not r.result.correct or _strategy(r) == _strategy(best):
@@ -144,4 +145,4 @@ def _runners_up(records: list, best: EvaluationRecord, run_path: Path) -> tuple:
             by_strategy[_strategy(r)] = (r, eager)
     ranked = sorted(by_strategy.values(), key=lambda held: -held[1])[:RUNNERS_UP]
     return tuple(_kernel(r, f"{run_path}/evaluations, candidate {r.candidate.candidate_id}",
-                         runnable_source(r.candidate), records) for r, _ in ranked)
+                         runnable_source(r.candidate), baselines) for r, _ in ranked)
