@@ -15,6 +15,7 @@ import torch.nn as nn
 
 from foundry.extract.capture import capture
 from foundry.extract.errors import UserModelError
+from foundry.extract.inputscale import degeneracy_reason, unit_scaled
 from foundry.extract.manifest import MANIFEST_FILE, Manifest, Occurrence, RegionEntry, fingerprint, write_manifest
 from foundry.evaluate.movement_ops import MOVEMENT_OPS
 from foundry.extract.observe import observe, with_values
@@ -22,7 +23,7 @@ from foundry.extract.opkinds import op_name
 from foundry.extract.split import Region, param_tensor, split
 from foundry.extract.subgraph import region_arguments, region_module
 from foundry.extract.taskcheck import check_task
-from foundry.extract.taskgen import SPELLINGS, NotExpressible, write_task_source
+from foundry.extract.taskgen import SPELLINGS, NotExpressible, TaskSource, write_task_source
 from foundry.extract.spec import check_runs, checked_model
 from foundry.extract.timing import interleaved_median_ms
 from foundry.extract.values import TensorInfo
@@ -94,7 +95,7 @@ def _doc(model: nn.Module, label: str, occurrences: list[Region], modules: list,
             f"captured on {device} by foundry.extract.")
 
 
-def _write_task(folder: Path, task_id: str, gm, region: Region, obs, doc: str):
+def _write_task(folder: Path, task_id: str, gm, region: Region, obs, doc: str, device: str):
     """Write the task file in the first spelling that reproduces the region; returns
     (TaskSource, None) or (None, why none did)."""
     args = region_arguments(gm, region, obs.values)
@@ -112,10 +113,29 @@ def _write_task(folder: Path, task_id: str, gm, region: Region, obs, doc: str):
         params = {t: param_tensor(gm, m) for t, m in src.param_map}
         why = check_task(path, params, inputs, expected)
         if why is None:
-            return src, None
+            return _judgeable(path, src, gm, region, obs, doc, device), None
         reasons.append(f"{spelling}: {why}")
     path.unlink(missing_ok=True)
     return None, "; ".join(reasons)
+
+
+def _judgeable(path: Path, src: TaskSource, gm, region: Region, obs, doc: str, device: str) -> TaskSource:
+    """`src` (written at `path`), or, where the judge would refuse it as degenerate and
+    drawing its small inputs at unit magnitude mends that, the task so drawn, written there."""
+    if degeneracy_reason(path, device=device) is None:
+        return src
+    scaled = unit_scaled(obs, region)
+    if scaled is None:
+        return src
+    scaled_obs, factor = scaled
+    note = (f" Its inputs are drawn at up to {factor:.3g}x their captured scale: at that scale its output "
+            "hardly depends on them, and the judge would refuse the task as degenerate.")
+    rescaled = write_task_source(gm, region, scaled_obs, spelling=src.spelling, doc=doc + note)
+    path.write_text(rescaled.source)
+    if degeneracy_reason(path, device=device) is None:
+        return rescaled
+    path.write_text(src.source)
+    return src
 
 
 def clear_folder(folder: Path) -> None:
@@ -182,7 +202,8 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
             continue
         modules = [tuple(dict.fromkeys(module_path(by_name[n]) for n in r.nodes)) for r in group]
         task_id = _task_id(len(entries) + 1, first.label)
-        src, why = _write_task(folder, task_id, gm, first, obs, _doc(model, first.label, group, modules, device))
+        doc = _doc(model, first.label, group, modules, device)
+        src, why = _write_task(folder, task_id, gm, first, obs, doc, device)
         if src is None:
             skipped.append({"label": first.label, "nodes": list(first.nodes), "count": len(group), "reason": why})
             continue

@@ -13,7 +13,7 @@ spread, so a kernel that ignores it cannot pass as correct."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -56,6 +56,16 @@ class TensorInfo:
     @property
     def is_float(self) -> bool:
         return self.torch_dtype.is_floating_point
+
+    @property
+    def magnitude(self) -> float:
+        """The largest absolute value a draw like this one is about to take."""
+        return max(abs(self.lo), abs(self.hi), abs(self.mean) + self.std)
+
+    def scaled(self, factor: float) -> "TensorInfo":
+        """The same distribution multiplied by `factor`."""
+        return replace(self, mean=self.mean * factor, std=self.std * abs(factor),
+                       lo=min(self.lo * factor, self.hi * factor), hi=max(self.lo * factor, self.hi * factor))
 
     def draw_std(self, *, spread_constant: bool) -> float:
         if self.std > 0 or not spread_constant:
