@@ -15,7 +15,8 @@ nothing measured before it), `steps.json` (each step's seconds). The
 last line printed per model is a summary: the regions and their shares, how many got a
 correct kernel in the run, the times and the error. With --extract-jobs N every model is
 extracted first, N at a time (extraction's only timings are the regions' shares of the
-forward, taken interleaved in one process, which order the search), then searched and
+forward, taken interleaved in one process, which order the search; on a GPU the
+processes share it and skew those shares, so keep N at 1 there), then searched and
 deployed one at a time (those steps time kernels and have the machine to themselves)."""
 
 from __future__ import annotations

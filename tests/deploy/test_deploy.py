@@ -609,15 +609,17 @@ def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
 
     def clock(cs, inputs, **k):
         tried.append(tuple(tuple(s.name for s in c.swaps) for c in cs))
-        return [1.0 + 0.1 * len(c.swaps) for c in cs]  # each swap slows the model: every try drops one
+        # each swap slows the model (every try drops one), but the original is slower still
+        return [2.0 if not c.swaps else 1.0 + 0.1 * len(c.swaps) for c in cs]
 
     monkeypatch.setattr(choose, "time_contenders", clock)
     build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
     weak, middle, strong = Named("weak"), Named("middle"), Named("strong")
     got = choose.choose(torch.nn.Identity(), build, one_each(weak, middle, strong), (torch.ones(1),), device="cpu",
                         modes=())
-    assert tried[0] == (("weak", "middle", "strong"), ("middle", "strong"))
-    assert tried[1] == (("middle", "strong"), ("strong",))
+    assert tried[0] == (("weak", "middle", "strong"), ())  # every kernel in beside the original
+    assert tried[1] == (("weak", "middle", "strong"), ("middle", "strong"))
+    assert tried[2] == (("middle", "strong"), ("strong",))
     assert got.dropped == ((weak, got.dropped[0][1]), (middle, got.dropped[1][1]))
     assert got.kept == (strong,) and got.untried == ()
     tried.clear()
