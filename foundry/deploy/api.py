@@ -169,8 +169,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
             swaps.append(Swap(region=region, call=region_call(ops, dispatch), dispatch=dispatch,
                               path=exact_module(gm, region), fallback=fallback, args=tuple(args),
                               record=(entry.task_id, tuple(occ.modules), str(ops.with_grad), found_kernel.strategy),
-                              judged=found_kernel.speedup_compile if found_kernel.speedup_compile is not None
-                              else found_kernel.speedup_eager))
+                              judged=found_kernel.speedup_over_faster))
         if swaps:
             chosen.append(replace(swaps[0], alternatives=tuple(swaps[1:])))
     for entry in manifest.regions:
@@ -235,7 +234,7 @@ class Swap:
     fallback: fx.GraphModule  # the region's original code
     args: tuple  # the values it sees in the model
     record: tuple  # (task id, module paths, op name, the kernel's strategy): DeployInfo.swapped's entry
-    judged: float  # the run's speedup for its task over torch.compile (over eager where it has none)
+    judged: float  # the run's speedup for its task over the faster of eager and torch.compile (BestKernel)
     alternatives: tuple = ()  # Swaps of the same region running the task's runners-up (runinfo), to try instead
 
 
