@@ -18,6 +18,10 @@ from foundry.extract.errors import UserModelError
 from foundry.extract.manifest import Manifest
 from foundry.extract.spec import load_spec, size_overrides
 
+# regions timed apart add up to about the forward (fused ops, allocation differ a little);
+# far past it, the timings were skewed: seven extractions sharing an H100 gave GoogleNet 12.6
+SKEWED_SHARE = 1.5
+
 
 def summary(manifest: Manifest, out: str) -> str:
     lines = [f"{manifest.model_class}: captured with torch.{manifest.capture_method}"
@@ -31,6 +35,10 @@ def summary(manifest: Manifest, out: str) -> str:
         lines.append(f"  {r.task_id:<32} {r.count:>5} {r.time_ms:>9.4g} {r.share:>6.1%}  {where}{more}")
     for s in manifest.skipped:
         lines.append(f"  skipped {s['label']} ({s['count']} call(s)): {s['reason']}")
+    if manifest.regions_share > SKEWED_SHARE:
+        lines.append(f"warning: the regions' timed calls add up to {manifest.regions_share:.3g} times the forward's: "
+                     f"other work on {manifest.device} slowed each short call (another process on the same GPU?). "
+                     "The shares order the search: extract again with the device to itself.")
     return "\n".join(lines)
 
 

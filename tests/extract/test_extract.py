@@ -255,3 +255,13 @@ def test_tensor_statistics_over_slabs_match_the_whole_tensors(monkeypatch):
     assert (info.lo, info.hi) == (float(finite.min()), float(finite.max()))
     assert values.TensorInfo.of(torch.tensor(2.5)).mean == 2.5
     assert values.TensorInfo.of(torch.full((4,), float("nan"))).std == 0.0
+
+
+def test_the_summary_warns_when_the_regions_add_up_to_far_more_than_the_forward(mlp_tasks):
+    from dataclasses import replace
+
+    from foundry.extract.__main__ import summary
+    _, _, out, manifest = mlp_tasks
+    assert "warning" not in summary(manifest, str(out))
+    skewed = replace(manifest, regions=tuple(replace(r, share=r.share * 20) for r in manifest.regions))
+    assert "warning: the regions' timed calls add up to" in summary(skewed, str(out))
