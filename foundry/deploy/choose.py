@@ -176,8 +176,8 @@ class _Tries:
 
     def fastest(self, current: tuple, candidates: list) -> tuple:
         """Time `current` beside each of `candidates` (sets of swaps): the index of the fastest
-        (0: `current`, i: candidates[i - 1]) and the figures, the fastest's beside `current`'s
-        ("X ms (form) vs Y ms (form)") or, where `current` is, beside the fastest candidate's."""
+        (0: `current`, i: candidates[i - 1]), and the (contender, ms) of the fastest form of
+        `current` and of the fastest candidate."""
         sets = [self.deployed(current)] + [self.deployed(kept) for kept in candidates]
         times = time_contenders([c for models in sets for c in models], self.inputs, device=self.device)
         bests, at = [], 0
@@ -185,15 +185,19 @@ class _Tries:
             bests.append(_best(models, times[at:at + len(models)]))
             at += len(models)
         pick = min(range(len(sets)), key=lambda i: bests[i][1])
-        other = pick if pick else min(range(1, len(sets)), key=lambda i: bests[i][1])
-        (first, first_ms), (second, second_ms) = bests[pick], bests[0 if pick else other]
-        return pick, f"{first_ms:.4g} ms ({first.name}) vs {second_ms:.4g} ms ({second.name}), timed side by side"
+        best_candidate = pick or min(range(1, len(sets)), key=lambda i: bests[i][1])
+        return pick, bests[0], bests[best_candidate]
 
     def done(self, current: tuple) -> None:
         """Let go of every compiled set but `current`'s; the next try is taken to last as this one."""
         for key in [k for k in self.cache if k != self.ids(current)]:
             del self.cache[key]
         self.try_s = time.monotonic() - self.try_started
+
+
+def _figures(best: tuple) -> str:
+    contender, ms = best
+    return f"{ms:.4g} ms ({contender.name})"
 
 
 def _without(current: tuple, swaps: tuple) -> tuple:
@@ -226,11 +230,11 @@ def _backward(tries: _Tries, units: list, every: tuple) -> tuple:
             if tries.out_of_time():
                 untried = tuple(s for swaps_left, _ in order[n:] for s in swaps_left) if first else ()
                 break
-            pick, figures = tries.fastest(current, [kept for _, kept in trials])
+            pick, now, tried = tries.fastest(current, [kept for _, kept in trials])
             if pick:
                 alt, kept = trials[pick - 1]
                 what = "without it" if alt is None else "with the other kernel instead"
-                why = f"the model {what} was faster: {figures}"
+                why = f"the model {what} was faster: {_figures(tried)} vs {_figures(now)} with it, timed side by side"
                 if alt is None:
                     dropped += [(s, why) for s in swaps]
                 else:
@@ -259,13 +263,15 @@ def _forward(tries: _Tries, units: list) -> tuple:
             dropped += [(s, why) for u in units[n:] for s in u.swaps]
             break
         options = [unit.swaps, *unit.alternatives]
-        pick, figures = tries.fastest(current, [current + o for o in options])
+        pick, now, tried = tries.fastest(current, [current + o for o in options])
         if not pick:
-            dropped += [(s, f"the model without it was faster: {figures}") for s in unit.swaps]
+            dropped += [(s, f"the model without it was faster: {_figures(now)} vs {_figures(tried)} with it, "
+                            "timed side by side") for s in unit.swaps]
         else:
             current += options[pick - 1]
             if pick > 1:
-                why = f"the model with the other kernel instead was the fastest: {figures}"
+                why = (f"the model with the other kernel instead was the fastest: {_figures(tried)} vs "
+                       f"{_figures(now)} without the task's kernels, timed side by side")
                 replaced += [(s, a, why) for s, a in zip(unit.swaps, options[pick - 1])]
         tries.done(current)
     return current, dropped, replaced, ()
