@@ -24,11 +24,14 @@ from foundry.tasks.loader import load_task
 
 def degeneracy_reason(path: str | Path, *, device: str) -> str | None:
     """Why the judge would refuse the task file at `path` as degenerate (at its full
-    sizes, on `device`), or None when it would not or when the check cannot run."""
+    sizes, on `device`), or None when it would not or when the check cannot run (the
+    written task stands as it is then, and the judge's own check decides)."""
     try:
         report = check_task(load_task(path, profile="full"), device=device)
     except DegeneracyCheckError:
         return None  # no verdict (out of memory): the judge decides later
+    except Exception:  # noqa: BLE001 - the judge runs the same check at the task's setup and says why there
+        return None
     return report.reason if report.degenerate else None
 
 
