@@ -8,7 +8,6 @@ import importlib.util
 import re
 import shutil
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -585,55 +584,6 @@ def test_regions_not_tried_in_the_elimination_time_stay_in(two_task_run, monkeyp
     assert info.returned == "deployed (graph)" and len(info.swapped) == 4
     assert sorted(info.untried) == [gelu, gelu, add, add]
     assert not any("the model without it was faster" in w for _, w in info.passed_over)
-
-
-@dataclass(frozen=True, eq=False)
-class Named:
-    """A stand-in swap for choose: a name."""
-
-    name: str
-
-
-def one_each(*swaps) -> list:
-    """A choose.Unit per swap."""
-    from foundry.deploy.choose import Unit
-    return [Unit(swaps=(s,)) for s in swaps]
-
-
-def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
-    """choose tries the swaps in the order given (deploy gives the lowest judged speedup
-    first) and starts no try that would end past elimination_s, a try taken to last as long
-    as the one before."""
-    import foundry.deploy.choose as choose
-    tried = []
-
-    def clock(cs, inputs, **k):
-        tried.append(tuple(tuple(s.name for s in c.swaps) for c in cs))
-        # each swap slows the model (every try drops one), but the original is slower still
-        return [2.0 if not c.swaps else 1.0 + 0.1 * len(c.swaps) for c in cs]
-
-    monkeypatch.setattr(choose, "time_contenders", clock)
-    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
-    weak, middle, strong = Named("weak"), Named("middle"), Named("strong")
-    got = choose.choose(torch.nn.Identity(), build, one_each(weak, middle, strong), (torch.ones(1),), device="cpu",
-                        modes=())
-    assert tried[0] == (("weak", "middle", "strong"), ())  # every kernel in beside the original
-    assert tried[1] == (("weak", "middle", "strong"), ("middle", "strong"))
-    assert tried[2] == (("middle", "strong"), ("strong",))
-    assert got.dropped == ((weak, got.dropped[0][1]), (middle, got.dropped[1][1]))
-    assert got.kept == (strong,) and got.untried == ()
-    tried.clear()
-    # started 0; every swap built and compiled by 10; the first try 10-30; the second would
-    # start at 35 and, taking 20 s as the first did, end at 55: past the bound of 50
-    readings = [0.0, 10.0, 10.0, 30.0, 35.0]
-    monkeypatch.setattr(choose.time, "monotonic", lambda: readings.pop(0) if len(readings) > 1 else readings[0])
-    got = choose.choose(torch.nn.Identity(), build, one_each(weak, middle, strong), (torch.ones(1),), device="cpu",
-                        modes=(), elimination_s=50.0)
-    assert [s for s, _ in got.dropped] == [weak] and got.untried == (middle, strong)
-    readings[:] = [0.0, 45.0, 45.0]  # building every swap took 45 s: a first try would end at 90
-    got = choose.choose(torch.nn.Identity(), build, one_each(weak, middle, strong), (torch.ones(1),), device="cpu",
-                        modes=(), elimination_s=50.0)
-    assert not got.dropped and got.untried == (weak, middle, strong)
 
 
 def test_a_kernel_is_checked_against_its_region_with_tf32_off_as_in_the_judge():

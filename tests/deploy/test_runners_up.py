@@ -17,7 +17,7 @@ from foundry.store.evallog import EvaluationLog
 from foundry.store.rundir import RunDir
 from foundry.types import Candidate, EvalResult, Stage
 
-from tests.deploy.test_deploy import GELU_KERNEL, Named, _models, scripted_clock
+from tests.deploy.test_deploy import GELU_KERNEL, _models, scripted_clock
 
 
 def judged_run(root: Path, tasks: Path, task_id: str, kernels: list[tuple[str, str, float, bool]]) -> Path:
@@ -129,70 +129,3 @@ def test_a_runner_up_goes_in_where_the_best_kernel_fails_its_check_in_the_model(
     assert [t for t, why in info.passed_over if "differs from the region's" in why] == [task_id, task_id]
     with torch.no_grad():
         torch.testing.assert_close(got(*inputs), model(*inputs))
-
-
-def test_choose_tries_each_alternative_beside_dropping_the_swap(monkeypatch):
-    import foundry.deploy.choose as choose
-    tried = []
-    a, a2, b = Named("a"), Named("a2"), Named("b")
-    units = [choose.Unit(swaps=(a,), alternatives=((a2,),)), choose.Unit(swaps=(b,))]
-
-    def clock(cs, inputs, **k):
-        tried.append([tuple(s.name for s in c.swaps) for c in cs])
-        return [2.0 if not c.swaps else 1.0 - 0.3 * ("a2" in [s.name for s in c.swaps]) + 0.1 * len(c.swaps)
-                for c in cs]  # the original slowest: the elimination starts with every kernel in
-
-    monkeypatch.setattr(choose, "time_contenders", clock)
-    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
-    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=())
-    assert tried[0] == [("a", "b"), ()]  # every kernel in beside the original
-    assert tried[1] == [("a", "b"), ("b",), ("a2", "b")]
-    assert [(s.name, alt.name) for s, alt, _ in got.replaced] == [("a", "a2")]
-    assert tried[2] == [("a2", "b"), ("a2",)]  # b: dropped, its model without it faster
-    assert [s.name for s, _ in got.dropped] == ["b"] and [s.name for s in got.kept] == ["a2"]
-
-
-def test_a_region_kept_beside_a_kernel_since_replaced_is_tried_again(monkeypatch):
-    """LeNet5's case: the weak region (c2) pays only beside region c1's first kernel, which
-    a runner-up (c1b) replaces later in the same pass; the next pass drops c2."""
-    import foundry.deploy.choose as choose
-    c1b, c2, c1 = Named("c1b"), Named("c2"), Named("c1")
-    units = [choose.Unit(swaps=(c2,)), choose.Unit(swaps=(c1,), alternatives=((c1b,),))]
-
-    def ms(names: set) -> float:
-        if not names:
-            return 4.0  # the original: slower than with every kernel in
-        effect = {"c1": 1.0, "c1b": -0.5}
-        return 2.0 + sum(effect.get(n, 0.0) for n in names) + ("c2" in names) * (-0.1 if "c1" in names else 0.2)
-
-    monkeypatch.setattr(choose, "time_contenders", lambda cs, inputs, **k: [ms({s.name for s in c.swaps}) for c in cs])
-    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
-    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=())
-    assert [(s.name, alt.name) for s, alt, _ in got.replaced] == [("c1", "c1b")]
-    assert [s.name for s, _ in got.dropped] == ["c2"] and got.kept == (c1b,)
-
-
-def test_the_occurrences_of_a_task_are_tried_together(monkeypatch):
-    """A task's occurrences (a unit) are dropped or replaced together, each of them named in
-    `dropped` or `replaced`."""
-    import foundry.deploy.choose as choose
-    tried = []
-    x1, x2, x3, y1, y2, y1b, y2b = (Named(n) for n in ("x1", "x2", "x3", "y1", "y2", "y1b", "y2b"))
-
-    def clock(cs, inputs, **k):
-        tried.append([tuple(s.name for s in c.swaps) for c in cs])
-        return [1.0 + 2.0 * (not c.swaps) + sum({"x": 0.1, "y": -0.1}[s.name[0]] - 0.15 * s.name.endswith("b")
-                                                for s in c.swaps) for c in cs]
-
-    monkeypatch.setattr(choose, "time_contenders", clock)
-    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
-    units = [choose.Unit(swaps=(x1, x2, x3)), choose.Unit(swaps=(y1, y2), alternatives=((y1b, y2b),))]
-    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=())
-    assert tried[0] == [("x1", "x2", "x3", "y1", "y2"), ()]
-    assert tried[1] == [("x1", "x2", "x3", "y1", "y2"), ("y1", "y2")]
-    assert tried[2] == [("y1", "y2"), ("y1b", "y2b")]  # alone: only its alternative to try
-    assert [s.name for s, _ in got.dropped] == ["x1", "x2", "x3"]
-    assert [(s.name, a.name) for s, a, _ in got.replaced] == [("y1", "y1b"), ("y2", "y2b")]
-    assert got.kept == (y1b, y2b)
-    # no second pass (one unit left, without alternatives): the final timing, its confirmation
-    assert tried[3:] == [[(), ("y1b", "y2b")], [("y1b", "y2b"), ()]]

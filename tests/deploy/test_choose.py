@@ -1,0 +1,179 @@
+"""foundry.deploy.choose on scripted timings: the order units are tried in, backward
+elimination from every kernel in, forward selection from none where every kernel in is
+slower than the original, runners-up tried in a unit's place, the time bound."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+import foundry.deploy.choose as choose
+
+
+@dataclass(frozen=True, eq=False)
+class Named:
+    """A stand-in swap for choose: a name."""
+
+    name: str
+
+
+def one_each(*swaps) -> list:
+    """A choose.Unit per swap."""
+    return [choose.Unit(swaps=(s,)) for s in swaps]
+
+
+def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
+    """choose tries the swaps in the order given (deploy gives the lowest judged speedup
+    first) and starts no try that would end past elimination_s, a try taken to last as long
+    as the one before."""
+    tried = []
+
+    def clock(cs, inputs, **k):
+        tried.append(tuple(tuple(s.name for s in c.swaps) for c in cs))
+        # each swap slows the model (every try drops one), but the original is slower still
+        return [2.0 if not c.swaps else 1.0 + 0.1 * len(c.swaps) for c in cs]
+
+    monkeypatch.setattr(choose, "time_contenders", clock)
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    weak, middle, strong = Named("weak"), Named("middle"), Named("strong")
+    got = choose.choose(torch.nn.Identity(), build, one_each(weak, middle, strong), (torch.ones(1),), device="cpu",
+                        modes=())
+    assert tried[0] == (("weak", "middle", "strong"), ())  # every kernel in beside the original
+    assert tried[1] == (("weak", "middle", "strong"), ("middle", "strong"))
+    assert tried[2] == (("middle", "strong"), ("strong",))
+    assert got.dropped == ((weak, got.dropped[0][1]), (middle, got.dropped[1][1]))
+    assert got.kept == (strong,) and got.untried == ()
+    tried.clear()
+    # started 0; every swap built and compiled by 10; the first try 10-30; the second would
+    # start at 35 and, taking 20 s as the first did, end at 55: past the bound of 50
+    readings = [0.0, 10.0, 10.0, 30.0, 35.0]
+    monkeypatch.setattr(choose.time, "monotonic", lambda: readings.pop(0) if len(readings) > 1 else readings[0])
+    got = choose.choose(torch.nn.Identity(), build, one_each(weak, middle, strong), (torch.ones(1),), device="cpu",
+                        modes=(), elimination_s=50.0)
+    assert [s for s, _ in got.dropped] == [weak] and got.untried == (middle, strong)
+    readings[:] = [0.0, 45.0, 45.0]  # building every swap took 45 s: a first try would end at 90
+    got = choose.choose(torch.nn.Identity(), build, one_each(weak, middle, strong), (torch.ones(1),), device="cpu",
+                        modes=(), elimination_s=50.0)
+    assert not got.dropped and got.untried == (weak, middle, strong)
+
+
+def test_choose_tries_each_alternative_beside_dropping_the_swap(monkeypatch):
+    tried = []
+    a, a2, b = Named("a"), Named("a2"), Named("b")
+    units = [choose.Unit(swaps=(a,), alternatives=((a2,),)), choose.Unit(swaps=(b,))]
+
+    def clock(cs, inputs, **k):
+        tried.append([tuple(s.name for s in c.swaps) for c in cs])
+        return [2.0 if not c.swaps else 1.0 - 0.3 * ("a2" in [s.name for s in c.swaps]) + 0.1 * len(c.swaps)
+                for c in cs]  # the original slowest: the elimination starts with every kernel in
+
+    monkeypatch.setattr(choose, "time_contenders", clock)
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=())
+    assert tried[0] == [("a", "b"), ()]  # every kernel in beside the original
+    assert tried[1] == [("a", "b"), ("b",), ("a2", "b")]
+    assert [(s.name, alt.name) for s, alt, _ in got.replaced] == [("a", "a2")]
+    assert tried[2] == [("a2", "b"), ("a2",)]  # b: dropped, its model without it faster
+    assert [s.name for s, _ in got.dropped] == ["b"] and [s.name for s in got.kept] == ["a2"]
+
+
+def test_a_region_kept_beside_a_kernel_since_replaced_is_tried_again(monkeypatch):
+    """LeNet5's case: the weak region (c2) pays only beside region c1's first kernel, which
+    a runner-up (c1b) replaces later in the same pass; the next pass drops c2."""
+    c1b, c2, c1 = Named("c1b"), Named("c2"), Named("c1")
+    units = [choose.Unit(swaps=(c2,)), choose.Unit(swaps=(c1,), alternatives=((c1b,),))]
+
+    def ms(names: set) -> float:
+        if not names:
+            return 4.0  # the original: slower than with every kernel in
+        effect = {"c1": 1.0, "c1b": -0.5}
+        return 2.0 + sum(effect.get(n, 0.0) for n in names) + ("c2" in names) * (-0.1 if "c1" in names else 0.2)
+
+    monkeypatch.setattr(choose, "time_contenders", lambda cs, inputs, **k: [ms({s.name for s in c.swaps}) for c in cs])
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=())
+    assert [(s.name, alt.name) for s, alt, _ in got.replaced] == [("c1", "c1b")]
+    assert [s.name for s, _ in got.dropped] == ["c2"] and got.kept == (c1b,)
+
+
+def test_the_occurrences_of_a_task_are_tried_together(monkeypatch):
+    """A task's occurrences (a unit) are dropped or replaced together, each of them named in
+    `dropped` or `replaced`."""
+    tried = []
+    x1, x2, x3, y1, y2, y1b, y2b = (Named(n) for n in ("x1", "x2", "x3", "y1", "y2", "y1b", "y2b"))
+
+    def clock(cs, inputs, **k):
+        tried.append([tuple(s.name for s in c.swaps) for c in cs])
+        return [1.0 + 2.0 * (not c.swaps) + sum({"x": 0.1, "y": -0.1}[s.name[0]] - 0.15 * s.name.endswith("b")
+                                                for s in c.swaps) for c in cs]
+
+    monkeypatch.setattr(choose, "time_contenders", clock)
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    units = [choose.Unit(swaps=(x1, x2, x3)), choose.Unit(swaps=(y1, y2), alternatives=((y1b, y2b),))]
+    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=())
+    assert tried[0] == [("x1", "x2", "x3", "y1", "y2"), ()]
+    assert tried[1] == [("x1", "x2", "x3", "y1", "y2"), ("y1", "y2")]
+    assert tried[2] == [("y1", "y2"), ("y1b", "y2b")]  # alone: only its alternative to try
+    assert [s.name for s, _ in got.dropped] == ["x1", "x2", "x3"]
+    assert [(s.name, a.name) for s, a, _ in got.replaced] == [("y1", "y1b"), ("y2", "y2b")]
+    assert got.kept == (y1b, y2b)
+    # no second pass (one unit left, without alternatives): the final timing, its confirmation
+    assert tried[3:] == [[(), ("y1b", "y2b")], [("y1b", "y2b"), ()]]
+
+
+# forward selection
+EFFECT = {"strong": -0.2, "middle": 0.3, "middle2": -0.05, "weak": 0.5}  # ms each kernel adds to 1.0
+
+
+def _run(monkeypatch, elimination_s=None):
+    tried = []
+
+    def clock(cs, inputs, **k):
+        tried.append([tuple(s.name for s in c.swaps) for c in cs])
+        return [1.0 + sum(EFFECT[s.name] for s in c.swaps) for c in cs]
+
+    monkeypatch.setattr(choose, "time_contenders", clock)
+    weak, middle, middle2, strong = (Named(n) for n in ("weak", "middle", "middle2", "strong"))
+    units = [choose.Unit(swaps=(weak,)), choose.Unit(swaps=(middle,), alternatives=((middle2,),)),
+             choose.Unit(swaps=(strong,))]  # the weakest first, as deploy gives them
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=(),
+                        elimination_s=elimination_s)
+    return got, tried, (weak, middle, middle2, strong)
+
+
+def test_the_strongest_kernels_are_added_one_at_a_time_where_they_make_the_model_faster(monkeypatch):
+    got, tried, (weak, middle, middle2, strong) = _run(monkeypatch)
+    assert tried[0] == [("weak", "middle", "strong"), ()]  # 1.6 ms against the original's 1.0
+    assert tried[1] == [(), ("strong",)]
+    assert tried[2] == [("strong",), ("strong", "middle"), ("strong", "middle2")]
+    assert tried[3] == [("strong", "middle2"), ("strong", "middle2", "weak")]
+    assert got.kept == (strong, middle2) and got.untried == ()
+    assert [(s, a) for s, a, _ in got.replaced] == [(middle, middle2)]
+    assert [s for s, _ in got.dropped] == [weak] and "without it was faster" in got.dropped[0][1]
+    assert got.winner.swaps == (strong, middle2)
+
+
+def test_kernels_the_elimination_time_leaves_untried_stay_out(monkeypatch):
+    # started 0; every kernel's forms built by 10; the first try 10-30; the next would end past 50
+    readings = [0.0, 10.0, 10.0, 30.0, 35.0]
+    monkeypatch.setattr(choose.time, "monotonic", lambda: readings.pop(0) if len(readings) > 1 else readings[0])
+    got, _, (weak, middle, _, strong) = _run(monkeypatch, elimination_s=50.0)
+    assert got.kept == (strong,) and got.untried == ()
+    assert [s for s, _ in got.dropped] == [middle, weak]
+    assert all(why.startswith("not tried in the elimination time") for _, why in got.dropped)
+
+
+def test_a_kernel_is_ranked_by_its_speedup_over_the_faster_of_eager_and_torch_compile():
+    """EfficientNetB0 on an H100: a conv + BatchNorm kernel 1.83x over torch.compile of its
+    region but 0.42x of eager ranks below one 1.51x over torch.compile and 1.71x over eager."""
+    from foundry.deploy.runinfo import BestKernel
+
+    def kernel(eager, compiled):
+        return BestKernel(task_id="t", path="p", candidate_id="c", speedup_eager=eager, speedup_compile=compiled,
+                          device="cuda")
+
+    assert kernel(0.42, 1.83).speedup_over_faster == 0.42
+    assert kernel(1.71, 1.51).speedup_over_faster == 1.51
+    assert kernel(1.2, None).speedup_over_faster == 1.2
