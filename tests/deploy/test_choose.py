@@ -177,3 +177,31 @@ def test_a_kernel_is_ranked_by_its_speedup_over_the_faster_of_eager_and_torch_co
     assert kernel(0.42, 1.83).speedup_over_faster == 0.42
     assert kernel(1.71, 1.51).speedup_over_faster == 1.51
     assert kernel(1.2, None).speedup_over_faster == 1.2
+
+
+def test_on_a_gpu_a_try_builds_only_the_cuda_graph_form_and_the_final_timing_every_form(monkeypatch):
+    """A try compiles its models once (CUDA graphs), not twice; the model handed back is
+    still chosen among every form, torch.compile's default mode included."""
+    from foundry.deploy.contenders import COMPILE_CUDA_GRAPHS, COMPILE_DEFAULT, Contender
+    built = []
+
+    def contenders_of(model, form, swaps, modes, inputs):
+        built.append((tuple(s.name for s in swaps), tuple(modes)))
+        return [Contender(model=model, form=form, compiled=m, swaps=swaps) for m in ("", *modes)]
+
+    def ms(c) -> float:  # every kernel slows the model but b; the default mode is 0.01 ms slower
+        return 1.0 + sum({"a": 0.2, "b": -0.3, "c": 0.1}[s.name] for s in c.swaps) + 0.01 * (c.compiled != "")
+    monkeypatch.setattr(choose, "contenders_of", contenders_of)
+    monkeypatch.setattr(choose, "time_contenders", lambda cs, inputs, **k: [ms(c) for c in cs])
+    a, b, c = Named("a"), Named("b"), Named("c")
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    both = (COMPILE_DEFAULT, COMPILE_CUDA_GRAPHS)
+    got = choose.choose(torch.nn.Identity(), build, one_each(a, c, b), (torch.ones(1),), device="cuda",
+                        modes=both)
+    assert built[:2] == [(("a", "c", "b"), both), ((), both)]  # every kernel in, the original
+    tries = built[2:-1]
+    assert tries and all(modes == (COMPILE_CUDA_GRAPHS,) for _, modes in tries)
+    assert built[-1] == (("b",), both) and got.kept == (b,)
+    assert {name for name, _ in got.timings} >= {"torch.compile(deployed (graph))",
+                                                  "torch.compile(deployed (graph), mode='reduce-overhead')"}
+    assert choose.modes_to_try((COMPILE_DEFAULT,)) == (COMPILE_DEFAULT,)  # a CPU: the one compiled form
