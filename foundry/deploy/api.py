@@ -39,8 +39,9 @@ import torch
 import torch.fx as fx
 import torch.nn as nn
 
-from foundry.deploy.choose import CONFIRM_MIN_GAIN, Unit, choose
+from foundry.deploy.choose import CONFIRM_MIN_GAIN, choose
 from foundry.deploy.contenders import EAGER, compile_modes
+from foundry.deploy.elimination import Unit
 from foundry.deploy.kernel import load_kernel
 from foundry.deploy.module_swap import exact_module, module_calls, module_site, share_clone, swap_forward
 from foundry.deploy.region_op import RegionDispatch, dispatch_key, region_call, register_region_op, same_results

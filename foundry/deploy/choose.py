@@ -10,7 +10,7 @@ op is a wall the fusion stops at; in eager the deployed graph runs ops the modul
 and each region adds its launch. So the decision is the whole model's, not the kernel's.
 
 The regions are tried out a task at a time (a `Unit`: every occurrence of the task in the
-model, with the same kernel). With more than one unit, the model with every kernel in is
+model, with the same kernel; foundry.deploy.elimination). With more than one unit, the model with every kernel in is
 first timed beside the original. Where it is faster, the units are tried weakest kernel
 first by backward elimination: drop a unit where the model without it is faster, keep it
 otherwise; with one unit left, the model without it is the original, which the final
@@ -52,22 +52,12 @@ from typing import Callable
 
 import torch.nn as nn
 
-from foundry.deploy.contenders import (COMPILE_CUDA_GRAPHS, COMPILE_DEFAULT, EAGER, Contender, contenders_of,
-                                       time_contenders)
+from foundry.deploy.contenders import EAGER, Contender, contenders_of, time_contenders
+from foundry.deploy.elimination import Tries, backward, best_of, forward, modes_to_try
 
 CONFIRM_ROUNDS = 9
 CONFIRM_ROUND_S = 0.1
 CONFIRM_MIN_GAIN = 0.02  # the deployed model's time must be at most (1 - this) x the original's fastest form
-
-
-@dataclass(frozen=True, eq=False)  # compared by identity: it holds swaps
-class Unit:
-    """What the elimination tries as one: `swaps`, the occurrences of one task in the model
-    with one kernel, and `alternatives`, the same occurrences with each other kernel (each
-    a tuple of swaps, in the order of `swaps`)."""
-
-    swaps: tuple
-    alternatives: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)  # compared by identity: it holds models
@@ -90,20 +80,6 @@ class Choice:
     confirmation: tuple = ()
     untried: tuple = ()
     replaced: tuple = ()
-
-
-def modes_to_try(modes: tuple) -> tuple:
-    """The compiled forms the elimination's tries build: on a GPU only the CUDA-graph one
-    (every form is built for the final timing), so a try compiles once, not twice. On the
-    GPU models measured it ran up to 2.7x faster than torch.compile's default mode, and at
-    worst 7% slower (25_ShuffleNetUnit on an H100, whose eager deployed graph won): a try
-    then still compares each model in the same forms."""
-    return tuple(m for m in modes if m != COMPILE_DEFAULT) if COMPILE_CUDA_GRAPHS in modes else modes
-
-
-def _best(contenders: list, times: list) -> tuple:
-    i = min(range(len(times)), key=times.__getitem__)
-    return contenders[i], times[i]
 
 
 def choose(model: nn.Module, build: Callable[[list], list], units: list, inputs: tuple, *, device: str,
@@ -150,20 +126,20 @@ def _choose(model: nn.Module, build: Callable[[list], list], units: list, inputs
     deployed(every, modes)  # the final timing may need them; a try builds as much again
     baseline = contenders_of(model, "", (), modes, inputs)
     try_s = time.monotonic() - started  # what the next try is expected to take
-    tries = _Tries(deployed, cache, ids, inputs, device, started, elimination_s, try_s)
+    tries = Tries(deployed, cache, ids, time_contenders, inputs, device, started, elimination_s, try_s)
     # with one unit, the final timing is its try; with more, the original beside every kernel
     # in says where to start from
     pick = tries.fastest(every, [()])[0] if len(units) > 1 else 0
     if pick == 0:
-        current, dropped, replaced, untried = _backward(tries, units, every)
+        current, dropped, replaced, untried = backward(tries, units, every)
     else:
-        current, dropped, replaced, untried = _forward(tries, list(reversed(units)))
+        current, dropped, replaced, untried = forward(tries, list(reversed(units)))
     final = baseline + (deployed(current, modes) if current else [])
     times = time_contenders(final, inputs, device=device)
-    winner, _ = _best(final, times)
+    winner, _ = best_of(final, times)
     confirmation: tuple = ()
     if winner.form:
-        base, _ = _best(baseline, times[:len(baseline)])
+        base, _ = best_of(baseline, times[:len(baseline)])
         again = time_contenders([winner, base], inputs, device=device, rounds=CONFIRM_ROUNDS,
                                 round_time_s=CONFIRM_ROUND_S)
         confirmation = ((winner.name, again[0]), (base.name, again[1]))
@@ -172,122 +148,3 @@ def _choose(model: nn.Module, build: Callable[[list], list], units: list, inputs
     return Choice(winner=winner, timings=tuple((c.name, t) for c, t in zip(final, times)), original_ms=times[0],
                   dropped=tuple(dropped), kept=current, confirmation=confirmation, untried=untried,
                   replaced=tuple(replaced))
-
-
-class _Tries:
-    """What the elimination's tries share: the deployed contenders of a set of swaps (built
-    and cached), the timing of a try against the current set, and the time bound."""
-
-    def __init__(self, deployed: Callable, cache: dict, ids: Callable, inputs: tuple, device: str, started: float,
-                 elimination_s: float | None, try_s: float):
-        self.deployed, self.cache, self.ids = deployed, cache, ids
-        self.inputs, self.device = inputs, device
-        self.started, self.elimination_s, self.try_s = started, elimination_s, try_s
-        self.try_started = started
-
-    def out_of_time(self) -> bool:
-        """Whether a try started now would end past the bound (taken to last as the last one)."""
-        self.try_started = time.monotonic()
-        return self.elimination_s is not None and self.try_started - self.started + self.try_s > self.elimination_s
-
-    def fastest(self, current: tuple, candidates: list) -> tuple:
-        """Time `current` beside each of `candidates` (sets of swaps): the index of the fastest
-        (0: `current`, i: candidates[i - 1]), and the (contender, ms) of the fastest form of
-        `current` and of the fastest candidate."""
-        sets = [self.deployed(current)] + [self.deployed(kept) for kept in candidates]
-        times = time_contenders([c for models in sets for c in models], self.inputs, device=self.device)
-        bests, at = [], 0
-        for models in sets:
-            bests.append(_best(models, times[at:at + len(models)]))
-            at += len(models)
-        pick = min(range(len(sets)), key=lambda i: bests[i][1])
-        best_candidate = pick or min(range(1, len(sets)), key=lambda i: bests[i][1])
-        return pick, bests[0], bests[best_candidate]
-
-    def done(self, current: tuple) -> None:
-        """Let go of every compiled set but `current`'s; the next try is taken to last as this one."""
-        for key in [k for k in self.cache if k != self.ids(current)]:
-            del self.cache[key]
-        self.try_s = time.monotonic() - self.try_started
-
-
-def _figures(best: tuple) -> str:
-    contender, ms = best
-    return f"{ms:.4g} ms ({contender.name})"
-
-
-def _without(current: tuple, swaps: tuple) -> tuple:
-    return tuple(s for s in current if not any(s is t for t in swaps))
-
-
-def _instead(current: tuple, swaps: tuple, others: tuple) -> tuple:
-    by_id = {id(s): o for s, o in zip(swaps, others)}
-    return tuple(by_id.get(id(s), s) for s in current)
-
-
-def _backward(tries: _Tries, units: list, every: tuple) -> tuple:
-    """Backward elimination from `every` swap in, the units in their order: (kept, dropped,
-    replaced, untried)."""
-    current = every
-    dropped, replaced = [], []
-    untried: tuple = ()
-    # (the unit's swaps as they are now in `current`, its alternatives: only on the first pass)
-    order = [(u.swaps, u.alternatives) for u in units]
-    first, changed = True, True
-    while changed and not untried:
-        changed = False
-        for n, (swaps, alternatives) in enumerate(order):
-            # the sets to time against `current`: without the unit (with one left, that is the
-            # original, which the final timing holds) and with each of its alternatives instead
-            trials = [(None, _without(current, swaps))] if len(current) > len(swaps) else []
-            trials += [(alt, _instead(current, swaps, alt)) for alt in alternatives]
-            if not trials:
-                continue
-            if tries.out_of_time():
-                untried = tuple(s for swaps_left, _ in order[n:] for s in swaps_left) if first else ()
-                break
-            pick, now, tried = tries.fastest(current, [kept for _, kept in trials])
-            if pick:
-                alt, kept = trials[pick - 1]
-                what = "without it" if alt is None else "with the other kernel instead"
-                why = f"the model {what} was faster: {_figures(tried)} vs {_figures(now)} with it, timed side by side"
-                if alt is None:
-                    dropped += [(s, why) for s in swaps]
-                else:
-                    replaced += [(s, a, why) for s, a in zip(swaps, alt)]
-                    order[n] = (alt, ())
-                current, changed = kept, True
-            tries.done(current)
-        if untried:
-            break
-        # a change alters what every other unit runs beside: the units left are tried again
-        order = [(swaps, ()) for swaps, _ in order if any(s is t for t in current for s in swaps)]
-        first = False
-    return current, dropped, replaced, untried
-
-
-def _forward(tries: _Tries, units: list) -> tuple:
-    """Forward selection from no swap in, the units in their order (the strongest first): a
-    unit goes in, with its kernel or one of its alternatives, where the model with it is the
-    fastest; (kept, dropped, replaced, untried), the units not tried left out, in `dropped`."""
-    current: tuple = ()
-    dropped, replaced = [], []
-    for n, unit in enumerate(units):
-        if tries.out_of_time():
-            why = ("not tried in the elimination time: the model with every kernel in was slower than the original, "
-                   "so a kernel goes in only where a try found the model faster with it")
-            dropped += [(s, why) for u in units[n:] for s in u.swaps]
-            break
-        options = [unit.swaps, *unit.alternatives]
-        pick, now, tried = tries.fastest(current, [current + o for o in options])
-        if not pick:
-            dropped += [(s, f"the model without it was faster: {_figures(now)} vs {_figures(tried)} with it, "
-                            "timed side by side") for s in unit.swaps]
-        else:
-            current += options[pick - 1]
-            if pick > 1:
-                why = (f"the model with the other kernel instead was the fastest: {_figures(tried)} vs "
-                       f"{_figures(now)} without the task's kernels, timed side by side")
-                replaced += [(s, a, why) for s, a in zip(unit.swaps, options[pick - 1])]
-        tries.done(current)
-    return current, dropped, replaced, ()

@@ -1,6 +1,7 @@
-"""foundry.deploy.choose on scripted timings: the order units are tried in, backward
-elimination from every kernel in, forward selection from none where every kernel in is
-slower than the original, runners-up tried in a unit's place, the time bound."""
+"""foundry.deploy.choose and its elimination (foundry.deploy.elimination) on scripted
+timings: the order units are tried in, backward elimination from every kernel in, forward
+selection from none where every kernel in is slower than the original, runners-up tried
+in a unit's place, the time bound, the forms a try builds."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 import torch
 
 import foundry.deploy.choose as choose
+from foundry.deploy.elimination import Unit, modes_to_try
 
 
 @dataclass(frozen=True, eq=False)
@@ -20,7 +22,7 @@ class Named:
 
 def one_each(*swaps) -> list:
     """A choose.Unit per swap."""
-    return [choose.Unit(swaps=(s,)) for s in swaps]
+    return [Unit(swaps=(s,)) for s in swaps]
 
 
 def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
@@ -61,7 +63,7 @@ def test_the_elimination_tries_the_weakest_kernel_first(monkeypatch):
 def test_choose_tries_each_alternative_beside_dropping_the_swap(monkeypatch):
     tried = []
     a, a2, b = Named("a"), Named("a2"), Named("b")
-    units = [choose.Unit(swaps=(a,), alternatives=((a2,),)), choose.Unit(swaps=(b,))]
+    units = [Unit(swaps=(a,), alternatives=((a2,),)), Unit(swaps=(b,))]
 
     def clock(cs, inputs, **k):
         tried.append([tuple(s.name for s in c.swaps) for c in cs])
@@ -82,7 +84,7 @@ def test_a_region_kept_beside_a_kernel_since_replaced_is_tried_again(monkeypatch
     """LeNet5's case: the weak region (c2) pays only beside region c1's first kernel, which
     a runner-up (c1b) replaces later in the same pass; the next pass drops c2."""
     c1b, c2, c1 = Named("c1b"), Named("c2"), Named("c1")
-    units = [choose.Unit(swaps=(c2,)), choose.Unit(swaps=(c1,), alternatives=((c1b,),))]
+    units = [Unit(swaps=(c2,)), Unit(swaps=(c1,), alternatives=((c1b,),))]
 
     def ms(names: set) -> float:
         if not names:
@@ -110,7 +112,7 @@ def test_the_occurrences_of_a_task_are_tried_together(monkeypatch):
 
     monkeypatch.setattr(choose, "time_contenders", clock)
     build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
-    units = [choose.Unit(swaps=(x1, x2, x3)), choose.Unit(swaps=(y1, y2), alternatives=((y1b, y2b),))]
+    units = [Unit(swaps=(x1, x2, x3)), Unit(swaps=(y1, y2), alternatives=((y1b, y2b),))]
     got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=())
     assert tried[0] == [("x1", "x2", "x3", "y1", "y2"), ()]
     assert tried[1] == [("x1", "x2", "x3", "y1", "y2"), ("y1", "y2")]
@@ -135,8 +137,8 @@ def _run(monkeypatch, elimination_s=None):
 
     monkeypatch.setattr(choose, "time_contenders", clock)
     weak, middle, middle2, strong = (Named(n) for n in ("weak", "middle", "middle2", "strong"))
-    units = [choose.Unit(swaps=(weak,)), choose.Unit(swaps=(middle,), alternatives=((middle2,),)),
-             choose.Unit(swaps=(strong,))]  # the weakest first, as deploy gives them
+    units = [Unit(swaps=(weak,)), Unit(swaps=(middle,), alternatives=((middle2,),)),
+             Unit(swaps=(strong,))]  # the weakest first, as deploy gives them
     build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
     got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=(),
                         elimination_s=elimination_s)
@@ -204,4 +206,4 @@ def test_on_a_gpu_a_try_builds_only_the_cuda_graph_form_and_the_final_timing_eve
     assert built[-1] == (("b",), both) and got.kept == (b,)
     assert {name for name, _ in got.timings} >= {"torch.compile(deployed (graph))",
                                                   "torch.compile(deployed (graph), mode='reduce-overhead')"}
-    assert choose.modes_to_try((COMPILE_DEFAULT,)) == (COMPILE_DEFAULT,)  # a CPU: the one compiled form
+    assert modes_to_try((COMPILE_DEFAULT,)) == (COMPILE_DEFAULT,)  # a CPU: the one compiled form
