@@ -87,8 +87,9 @@ def choose(model: nn.Module, build: Callable[[list], list], units: list, inputs:
     """The fastest of the original and the deployed models. `build(swaps)` makes the
     deployed forms holding `swaps`, as [(model, form, swaps in it)], the one with every
     swap first (only that one is also compiled, in each of `modes`). `units` (Unit) are
-    tried in their order (the weakest first), until `elimination_s` is spent (None: no
-    limit). The call counts of `dispatches` (RegionDispatch) are left as they were."""
+    given the weakest first: tried in that order by a backward elimination, in the reverse
+    by a forward selection, until `elimination_s` is spent (None: no limit). The call
+    counts of `dispatches` (RegionDispatch) are left as they were."""
     calls = [(d.kernel_calls, d.fallback_calls) for d in dispatches]
     try:
         return _choose(model, build, units, inputs, device=device, modes=modes, elimination_s=elimination_s)

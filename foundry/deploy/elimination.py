@@ -28,7 +28,6 @@ def best_of(contenders: list, times: list) -> tuple:
     return contenders[i], times[i]
 
 
-
 def modes_to_try(modes: tuple) -> tuple:
     """The compiled forms the elimination's tries build: on a GPU only the CUDA-graph one
     (every form is built for the final timing), so a try compiles once, not twice. On the
@@ -36,7 +35,6 @@ def modes_to_try(modes: tuple) -> tuple:
     worst 7% slower (25_ShuffleNetUnit on an H100, whose eager deployed graph won): a try
     then still compares each model in the same forms."""
     return tuple(m for m in modes if m != COMPILE_DEFAULT) if COMPILE_CUDA_GRAPHS in modes else modes
-
 
 
 class Tries:
@@ -52,7 +50,8 @@ class Tries:
         self.try_started = started
 
     def out_of_time(self) -> bool:
-        """Whether a try started now would end past the bound (taken to last as the last one)."""
+        """Start a try's clock, and say whether the try would end past the bound (a try is
+        taken to last as long as the last one did)."""
         self.try_started = time.monotonic()
         return self.elimination_s is not None and self.try_started - self.started + self.try_s > self.elimination_s
 
