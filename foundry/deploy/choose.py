@@ -122,12 +122,16 @@ def _choose(model: nn.Module, build: Callable[[list], list], units: list, inputs
             cache[ids(kept)] = (built, out)
         return [c for c in out if c.compiled == EAGER or c.compiled in wanted]
 
+    def keep_only(kept: tuple) -> None:
+        for key in [k for k in cache if k != ids(kept)]:
+            del cache[key]  # its compiled models are not needed again
+
     baseline: list = []
     every = tuple(s for u in units for s in u.swaps)
     deployed(every, modes)  # the final timing may need them; a try builds as much again
     baseline = contenders_of(model, "", (), modes, inputs)
     try_s = time.monotonic() - started  # what the next try is expected to take
-    tries = Tries(deployed, cache, ids, time_contenders, inputs, device, started, elimination_s, try_s)
+    tries = Tries(deployed, keep_only, time_contenders, inputs, device, started, elimination_s, try_s)
     # with one unit, the final timing is its try; with more, the original beside every kernel
     # in says where to start from
     pick = tries.fastest(every, [()])[0] if len(units) > 1 else 0

@@ -39,12 +39,13 @@ def modes_to_try(modes: tuple) -> tuple:
 
 class Tries:
     """What the elimination's tries share: the deployed contenders of a set of swaps
-    (`deployed(kept)`, built and cached in `cache` by `ids(kept)`), their timing (`timer`:
-    contenders.time_contenders' signature) against the current set, and the time bound."""
+    (`deployed(kept)`, built once and kept until `keep_only(current)` lets go of every set
+    but `current`'s), their timing (`timer`: contenders.time_contenders' signature) against
+    the current set, and the time bound."""
 
-    def __init__(self, deployed: Callable, cache: dict, ids: Callable, timer: Callable, inputs: tuple, device: str,
+    def __init__(self, deployed: Callable, keep_only: Callable, timer: Callable, inputs: tuple, device: str,
                  started: float, elimination_s: float | None, try_s: float):
-        self.deployed, self.cache, self.ids, self.timer = deployed, cache, ids, timer
+        self.deployed, self.keep_only, self.timer = deployed, keep_only, timer
         self.inputs, self.device = inputs, device
         self.started, self.elimination_s, self.try_s = started, elimination_s, try_s
         self.try_started = started
@@ -71,8 +72,7 @@ class Tries:
 
     def done(self, current: tuple) -> None:
         """Let go of every compiled set but `current`'s; the next try is taken to last as this one."""
-        for key in [k for k in self.cache if k != self.ids(current)]:
-            del self.cache[key]
+        self.keep_only(current)
         self.try_s = time.monotonic() - self.try_started
 
 
