@@ -189,8 +189,8 @@ def extract(model: nn.Module, example_inputs, out: str | Path, *, spec: str | No
     groups = group_regions(regions)
     # the tensors the written tasks and their timing read: each group's first region's inputs and outputs
     obs = with_values(gm, inputs, {n for g in groups for n in (*g[0].inputs, *g[0].outputs)}, obs)
-    forward_ms, *region_ms = interleaved_median_ms(
-        [lambda: model(*inputs)] + [_region_call(gm, g[0], obs) for g in groups], device=device)
+    forward_ms, *region_ms = interleaved_median_ms(  # as inside the forward: calls queued back to back
+        [lambda: model(*inputs)] + [_region_call(gm, g[0], obs) for g in groups], device=device, back_to_back=True)
     by_name = {n.name: n for n in gm.graph.nodes}
     entries, skipped = [], []
     for group, time_ms in zip(groups, region_ms):

@@ -171,7 +171,7 @@ def test_a_folder_with_other_python_files_is_refused(tmp_path):
 def test_regions_below_min_share_get_no_task(tmp_path, monkeypatch):
     import foundry.extract.api as api
     # measured times made fixed: the forward 1 ms, the conv region 0.6 ms, the attention region 0.002 ms
-    monkeypatch.setattr(api, "interleaved_median_ms", lambda fns, device: [1.0, 0.6, 0.002][:len(fns)])
+    monkeypatch.setattr(api, "interleaved_median_ms", lambda fns, device, **_: [1.0, 0.6, 0.002][:len(fns)])
     model, inputs = small_models.build_conv_attention()
     kept = extract(model, inputs, tmp_path / "all")
     assert len(kept.regions) == 2 and not kept.skipped

@@ -121,7 +121,7 @@ def test_a_model_with_nothing_extraction_takes_names_its_ops(tmp_path):
 def test_every_region_skipped_is_refused_not_written_as_an_empty_folder(tmp_path, monkeypatch):
     import foundry.extract.api as api
     # the forward 1 ms, the linear region 0.001 ms: below min_share
-    monkeypatch.setattr(api, "interleaved_median_ms", lambda fns, device: [1.0, 0.001][:len(fns)])
+    monkeypatch.setattr(api, "interleaved_median_ms", lambda fns, device, **_: [1.0, 0.001][:len(fns)])
     with pytest.raises(UserModelError, match=r"Cumulative: no task written, every region was skipped: linear "
                                              r"\(1 call\(s\)\): 0.10% of the forward time.*cumprod.*--min-share"):
         extract(Cumulative(), (torch.randn(3, 4),), tmp_path / "tasks", min_share=0.01)
