@@ -1,7 +1,7 @@
-"""The baseline cache: eager and torch.compile times (and on a GPU what each one's forward
-launched) per task source + sizes, device, hardware, thread count, torch version,
-torch.compile mode and timing protocol, on disk (one small JSON file per key); and reading
-a baseline job's outcome into a `Baseline`."""
+"""The baseline cache: eager and torch.compile times (and on a GPU each one's time by CUDA
+events alone and what its forward launched) per task source + sizes, device, hardware,
+thread count, torch version, torch.compile mode and timing protocol, on disk (one small
+JSON file per key); and reading a baseline job's outcome into a `Baseline`."""
 
 from __future__ import annotations
 
@@ -26,6 +26,22 @@ class Baseline:
     # on a GPU, what one forward launched (CudaDevice.kernel_summary), profiled outside the timed runs
     eager_kernels: dict | None = None
     compile_kernels: dict | None = None
+    # on a GPU, the median ms a call by CUDA events alone (the GPU's time, without the host's
+    # launch cost, which the timings above count where a call is launch-bound)
+    eager_gpu_ms: float | None = None
+    compile_gpu_ms: float | None = None
+
+
+def positive_figure(value) -> float | None:
+    """`value` as a float where it is a positive number (not a bool), else None: how a
+    recorded time or speedup is read back from JSON."""
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def event_median_ms(gpu: dict | None) -> float | None:
+    """The CUDA-event median (ms a call) of a GPU timing's details (a timing message's
+    "gpu", a result's metrics["gpu_timing"]), else None."""
+    return positive_figure(gpu.get("event_median_ms") if isinstance(gpu, dict) else None)
 
 
 # the timing protocol the cached times were measured under: 2 counts a launch-bound GPU call
@@ -59,8 +75,8 @@ class BaselineCache:
         if data is None:
             return None
         try:
-            return Baseline(**{k: data.get(k) for k in ("eager_ms", "compile_ms", "compile_s",
-                                                         "eager_kernels", "compile_kernels")},
+            return Baseline(**{k: data.get(k) for k in ("eager_ms", "compile_ms", "compile_s", "eager_kernels",
+                                                         "compile_kernels", "eager_gpu_ms", "compile_gpu_ms")},
                             error=data.get("error") or "")
         except TypeError:
             return None
@@ -74,7 +90,7 @@ def baseline_from(out: Any, phases: PhaseTimes, *, compile_expected: bool = Fals
     checked against the judge's clock; their wall times go into `phases`. A time missing
     without the worker's error (`compile_expected`: the job was to time torch.compile too)
     gets how the worker ended as its error."""
-    eager = compiled = compile_s = None
+    eager = compiled = compile_s = eager_gpu = compile_gpu = None
     kernels: dict = {}
     start = end = None
     last = out.started_at
@@ -90,9 +106,9 @@ def baseline_from(out: Any, phases: PhaseTimes, *, compile_expected: bool = Fals
             phases.add(f"baseline_{which}", m.at - last)
             last = m.at
             if which == "eager":
-                eager = v.runtime_ms
+                eager, eager_gpu = v.runtime_ms, event_median_ms(m.header.get("gpu"))
             else:
-                compiled = v.runtime_ms
+                compiled, compile_gpu = v.runtime_ms, event_median_ms(m.header.get("gpu"))
                 compile_s = m.header.get("compile_s")
         elif kind == "baseline_kernels":  # profiled after both timed runs
             kernels = {w: m.header[w] for w in ("eager", "compile") if isinstance(m.header.get(w), dict)}
@@ -100,4 +116,5 @@ def baseline_from(out: Any, phases: PhaseTimes, *, compile_expected: bool = Fals
     complete = eager is not None and (compiled is not None or not compile_expected)
     err = str(errors[0].header.get("error", "")) if errors else ("" if complete else out.exit_text())
     return Baseline(eager_ms=eager, compile_ms=compiled, compile_s=compile_s, error=err,
-                    eager_kernels=kernels.get("eager"), compile_kernels=kernels.get("compile"))
+                    eager_kernels=kernels.get("eager"), compile_kernels=kernels.get("compile"),
+                    eager_gpu_ms=eager_gpu, compile_gpu_ms=compile_gpu)

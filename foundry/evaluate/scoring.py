@@ -3,7 +3,9 @@
 Speedups over eager and torch.compile; one above `speedup_recheck_threshold` is measured
 again (`recheck`, the recheck step) before it counts, and the slower time is kept. The
 baseline's error (its end) and, on a GPU, what each baseline's forward launched go into
-the result's metrics.
+the result's metrics, and so do the speedups by CUDA-event time alone (`gpu_speedup`:
+what the GPU spends, without the host's launch cost; inside a CUDA graph that is all a
+region costs, while the judge's time of a launch-bound call is its back-to-back time).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from foundry.evaluate.baselines import Baseline
+from foundry.evaluate.baselines import Baseline, event_median_ms
 from foundry.evaluate.phases import PhaseTimes
 from foundry.evaluate.verdict import Findings
 from foundry.types import Stage
@@ -47,4 +49,10 @@ def score(f: Findings, b: Baseline, runtime: float, spread: float | None, metric
     if f.stage == Stage.CORRECT and not f.flags:
         result_kw.update(eager_ms=b.eager_ms, compile_ms=b.compile_ms, speedup_eager=speedup,
                          speedup_compile=(b.compile_ms / runtime) if b.compile_ms and runtime else None)
+        timing = metrics.get("gpu_timing") or {}
+        # events that missed work (a side stream, a host thread: host_check_ok False) are no measure
+        gpu_ms = event_median_ms(timing) if timing.get("host_check_ok") is True else None
+        if gpu_ms and b.eager_gpu_ms:
+            metrics["gpu_speedup"] = {"eager": b.eager_gpu_ms / gpu_ms,
+                                      "compile": b.compile_gpu_ms / gpu_ms if b.compile_gpu_ms else None}
     return runtime, spread

@@ -181,6 +181,34 @@ def test_a_kernel_is_ranked_by_its_speedup_over_the_faster_of_eager_and_torch_co
     assert kernel(1.2, None).speedup_over_faster == 1.2
 
 
+def test_on_a_gpu_a_kernel_is_ranked_and_let_in_by_its_speedups_by_cuda_event_time(tmp_path):
+    """MobileNetV1 on an H100: a depthwise kernel judged at 0.087 ms a call (launch-bound:
+    its back-to-back time), 0.51x of eager's 0.044, ran 0.027 ms on the GPU. Inside a CUDA
+    graph only the GPU time counts, so that is what ranks it, and a kernel faster than a
+    baseline by it is tried in the model."""
+    import dataclasses
+    import json
+
+    from foundry.deploy.runinfo import BestKernel, deployable_kernel, faster_than_a_baseline
+    from foundry.store.evallog import EvaluationRecord
+    from foundry.types import Candidate, EvalResult, Stage
+    gpu = BestKernel(task_id="t", path="p", candidate_id="c", speedup_eager=0.51, speedup_compile=0.93,
+                     device="cuda", gpu_speedup_eager=1.4, gpu_speedup_compile=1.2)
+    assert gpu.speedup_over_faster == 1.2
+    cand = Candidate.make(task_id="t", backend="triton", source="x = 1")
+    result = EvalResult(candidate_id=cand.candidate_id, task_id="t", stage=Stage.CORRECT, correct=True,
+                        runtime_ms=0.087, eager_ms=0.044, compile_ms=0.081, speedup_eager=0.51, speedup_compile=0.93,
+                        device="cuda", metrics={"gpu_speedup": {"eager": 1.4, "compile": None}})
+    found = deployable_kernel(EvaluationRecord(candidate=cand, result=result, eval_id="e", seq=1), "p", "x = 1", {})
+    assert (found.gpu_speedup_eager, found.gpu_speedup_compile) == (1.4, None) and found.speedup_over_faster == 1.4
+    json.dumps(result.metrics)  # as the run's log keeps it
+    # slower than both baselines by the judged times, faster than eager's by GPU time: worth a try in the model
+    assert faster_than_a_baseline(result)
+    assert not faster_than_a_baseline(dataclasses.replace(result, metrics={}))
+    assert not faster_than_a_baseline(dataclasses.replace(result, metrics={"gpu_speedup": {"eager": 0.9,
+                                                                                           "compile": 0.8}}))
+
+
 def test_on_a_gpu_a_try_builds_only_the_cuda_graph_form_and_the_final_timing_every_form(monkeypatch):
     """A try compiles its models once (CUDA graphs), not twice; the model handed back is
     still chosen among every form, torch.compile's default mode included."""

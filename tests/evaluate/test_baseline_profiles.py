@@ -185,3 +185,48 @@ def test_a_baseline_lets_its_trials_inputs_go_before_its_timed_runs_make_their_o
     worker.time_model = lambda model, timing, **kw: held_while_timing.append([t["inputs"] for t in worker.trials])
     worker.run_baseline()
     assert held_while_timing == [[None, None]]
+
+
+def _timing(kind: str, which: str, ms: float, at: float, event_ms: float | None):
+    from foundry.evaluate.sandbox import Message
+    header = {"kind": kind, "which": which, "block_ns": [int(ms * 1e6)] * 5, "calls_per_block": 1,
+              "span_ns": int(ms * 5e6)}
+    if event_ms is not None:
+        header["gpu"] = {"event_median_ms": event_ms, "launch_bound": True}
+    return Message(header=header, tensors=[], at=at)
+
+
+def test_a_gpu_baseline_keeps_its_time_by_cuda_events_and_a_result_its_speedups_by_them(tmp_path):
+    """On a GPU a launch-bound call's judged time is its back-to-back time, mostly the host's
+    launch cost; the CUDA-event time (what the GPU spends, all a region costs inside a CUDA
+    graph) is kept beside it, for the baselines and in a correct result's `gpu_speedup`."""
+    from foundry.evaluate.baselines import baseline_from
+    from foundry.evaluate.phases import PhaseTimes
+    from foundry.evaluate.sandbox import JobOutcome, Message
+    from foundry.evaluate.scoring import score
+    from foundry.evaluate.verdict import Findings
+    out = JobOutcome(started_at=0.0)
+    out.messages = [Message({"kind": "timing_start"}, [], 1.0), _timing("baseline", "eager", 0.044, 1.5, 0.030),
+                    Message({"kind": "timing_end"}, [], 1.6), Message({"kind": "timing_start"}, [], 2.0),
+                    _timing("baseline", "compile", 0.080, 2.5, 0.024), Message({"kind": "timing_end"}, [], 2.6)]
+    b = baseline_from(out, PhaseTimes())
+    assert (b.eager_ms, b.compile_ms) == (0.044, 0.080) and (b.eager_gpu_ms, b.compile_gpu_ms) == (0.030, 0.024)
+    cache = BaselineCache(str(tmp_path / "baselines"))
+    cache.put("00ff00ff00ff00ff", b)
+    assert cache.get("00ff00ff00ff00ff") == b
+
+    result_kw: dict = {}
+    metrics = {"gpu_timing": {"event_median_ms": 0.020, "median_ms": 0.087, "launch_bound": True,
+                              "host_check_ok": True}}
+    score(Findings(), b, 0.087, None, metrics, result_kw, recheck_threshold=100.0, recheck=None, phases=PhaseTimes())
+    assert result_kw["speedup_eager"] < 1.0  # 0.044 / 0.087 by the judged (back-to-back) times
+    assert metrics["gpu_speedup"]["eager"] == 0.030 / 0.020 and metrics["gpu_speedup"]["compile"] == 0.024 / 0.020
+
+    hidden = {"gpu_timing": {"event_median_ms": 0.001, "median_ms": 0.5, "host_check_ok": False}}
+    score(Findings(), b, 0.5, None, hidden, {}, recheck_threshold=100.0, recheck=None, phases=PhaseTimes())
+    assert "gpu_speedup" not in hidden  # events that missed the work (a side stream) measure nothing
+
+    cpu = {}  # no GPU timing (a CPU run, or an older baseline without event times): no GPU speedups
+    score(Findings(), Baseline(eager_ms=2.0, compile_ms=1.0), 1.0, None, cpu, {}, recheck_threshold=100.0,
+          recheck=None, phases=PhaseTimes())
+    assert "gpu_speedup" not in cpu
