@@ -128,6 +128,8 @@ def backward(tries: Tries, units: list, every: tuple) -> tuple:
         # a change alters what every other unit runs beside: the units left are tried again
         order = [(swaps, ()) for swaps, _ in order if any(s is t for t in current for s in swaps)]
         first = False
+    # a runner-up that went in and was dropped on a later pass is in `dropped`, not in the model
+    replaced = [(s, a, why) for s, a, why in replaced if any(a is t for t in current)]
     return current, dropped, replaced, untried
 
 

@@ -235,3 +235,31 @@ def test_on_a_gpu_a_try_builds_only_the_cuda_graph_form_and_the_final_timing_eve
     assert {name for name, _ in got.timings} >= {"torch.compile(deployed (graph))",
                                                   "torch.compile(deployed (graph), mode='reduce-overhead')"}
     assert modes_to_try((COMPILE_DEFAULT,)) == (COMPILE_DEFAULT,)  # a CPU: the one compiled form
+
+
+def test_a_runner_up_dropped_on_a_later_pass_is_not_said_to_have_replaced_its_kernel(monkeypatch):
+    """A unit's runner-up goes in on the first pass; on the next pass the model is faster
+    without it (timings change between passes, as noise makes them do): it is dropped, and
+    `replaced` no longer names it."""
+    a, a2, b = Named("a"), Named("a2"), Named("b")
+    units = [Unit(swaps=(a,), alternatives=((a2,),)), Unit(swaps=(b,))]
+    tries = []
+
+    def ms(names: frozenset) -> float:
+        second_pass = len(tries) > 3  # every kernel in vs the original, a's try, b's try: then a2's
+        table = {frozenset(): 10.0, frozenset("ab"): 5.0, frozenset({"a2", "b"}): 4.0, frozenset("b"): 4.5,
+                 frozenset({"a2"}): 6.0}
+        if second_pass and names == frozenset("b"):
+            return 3.0
+        return table[names]
+
+    def clock(cs, inputs, **k):
+        tries.append(cs)
+        return [ms(frozenset(s.name for s in c.swaps)) for c in cs]
+
+    monkeypatch.setattr(choose, "time_contenders", clock)
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=())
+    assert got.kept == (b,)
+    assert [s.name for s, _ in got.dropped] == ["a2"]
+    assert got.replaced == ()
