@@ -17,12 +17,16 @@ correct kernel in the run, the times and the error. With --extract-jobs N every 
 extracted first, N at a time (extraction's only timings are the regions' shares of the
 forward, taken interleaved in one process, which order the search; on a GPU the
 processes share it and skew those shares, so keep N at 1 there), then searched and
-deployed one at a time (those steps time kernels and have the machine to themselves)."""
+deployed one at a time (those steps time kernels and have the machine to themselves). With
+--gpus N (and --device cuda) N models go through their steps at a time, each with a GPU to
+itself (CUDA_VISIBLE_DEVICES): they share the host's cores, so give each GPU enough of them."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import queue
 import shutil
 import subprocess
 import sys
@@ -34,12 +38,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _step(cmd: list[str], log: Path, timeout_s: float) -> float:
-    """Run `cmd` from the project root, its output into `log`; returns its seconds."""
+def _step(cmd: list[str], log: Path, timeout_s: float, gpu: int | None = None) -> float:
+    """Run `cmd` from the project root, its output into `log`, on GPU `gpu` alone where one
+    is given (CUDA_VISIBLE_DEVICES); returns its seconds."""
     t0 = time.monotonic()
+    env = None if gpu is None else {**os.environ, "CUDA_VISIBLE_DEVICES": str(gpu)}
     with log.open("w") as f:
         try:
-            p = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s)
+            p = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired:
             raise SystemExit(f"{' '.join(cmd[:4])} ... ran past {timeout_s:.0f} s: see {log}") from None
     if p.returncode != 0:
@@ -124,9 +130,10 @@ def steps_plan(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev: 
               *([] if a.elimination_s is None else ["--elimination-s", str(a.elimination_s)])], 3600)]
 
 
-def run_steps(d: Path, plan: list) -> None:
-    """Run the steps of `plan` whose output is not in `d` yet; each step's seconds go into
-    d/steps.json. Raises SystemExit naming the step that failed."""
+def run_steps(d: Path, plan: list, gpu: int | None = None) -> None:
+    """Run the steps of `plan` whose output is not in `d` yet (on GPU `gpu` alone where one
+    is given); each step's seconds go into d/steps.json. Raises SystemExit naming the step
+    that failed."""
     steps_file = d / "steps.json"
     steps = json.loads(steps_file.read_text()) if steps_file.is_file() else {}
     for name, output, cmd, timeout_s in plan:
@@ -135,15 +142,39 @@ def run_steps(d: Path, plan: list) -> None:
         if name == "search" and (d / "run").exists():  # a search cut short (the call's time ran out)
             shutil.rmtree(d / "run")  # starts again with its whole time, so every model gets the same
             print(f"{d.name}: an unfinished search was there: removed, searching from the start", flush=True)
-        steps[name] = round(_step(cmd, d / f"{name}.log", timeout_s), 1)
+        steps[name] = round(_step(cmd, d / f"{name}.log", timeout_s, gpu=gpu), 1)
         steps_file.write_text(json.dumps(steps, indent=1))
-        print(f"{d.name}: {name} took {steps[name]:.0f} s", flush=True)
+        print(f"{d.name}: {name} took {steps[name]:.0f} s" + ("" if gpu is None else f" on GPU {gpu}"), flush=True)
 
 
-def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev: list[str]) -> None:
-    """Extract, search, deploy and check one model into `d`, skipping each step whose
-    output is there."""
-    run_steps(d, steps_plan(file, d, a, sets, dev))
+def model_steps(file: str, d: Path, a: argparse.Namespace, sets: list[str], dev: list[str],
+                gpu: int | None = None) -> None:
+    """Extract, search, deploy and check one model into `d` (on GPU `gpu` alone where one
+    is given), skipping each step whose output is there."""
+    run_steps(d, steps_plan(file, d, a, sets, dev), gpu)
+
+
+def each_model(files: list[str], one, gpus: int) -> None:
+    """`one(file, gpu)` for each of `files`: in order with gpu None where `gpus` is 0, else
+    `gpus` models at a time, each on a GPU of its own (0 to gpus - 1), the next model taking
+    the GPU that a finished one gave back."""
+    if gpus <= 0:
+        for file in files:
+            one(file, None)
+        return
+    free: queue.Queue = queue.Queue()
+    for gpu in range(gpus):
+        free.put(gpu)
+
+    def on_a_free_gpu(file: str) -> None:
+        gpu = free.get()
+        try:
+            one(file, gpu)
+        finally:
+            free.put(gpu)
+
+    with ThreadPoolExecutor(max_workers=gpus) as pool:
+        list(pool.map(on_a_free_gpu, files))
 
 
 def extract_all(files: list[str], dirs: dict, a: argparse.Namespace, sets: list[str], dev: list[str]) -> dict:
@@ -174,8 +205,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="deploy's time for trying regions one at a time (default: deploy's own)")
     ap.add_argument("--extract-jobs", type=int, default=1, metavar="N",
                     help="extract every model first, N at a time (then search and deploy one at a time)")
+    ap.add_argument("--gpus", type=int, default=0, metavar="N",
+                    help="search and deploy N models at a time, each on a GPU of its own (the first N GPUs)")
     ap.add_argument("--deploy-one", nargs=2, metavar=("RUN_DIR", "OUT_JSON"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    if a.gpus < 0 or (a.gpus and not (a.device or "").startswith("cuda")):
+        ap.error(f"--gpus {a.gpus}: give a count of GPUs, with --device cuda")
     if a.deploy_one:
         deploy_one(a.files[0], a.deploy_one[0], a.set, a.device, a.deploy_one[1], max_autotune=a.max_autotune,
                    elimination_s=a.elimination_s)
@@ -187,20 +222,23 @@ def main(argv: list[str] | None = None) -> int:
         d.mkdir(parents=True, exist_ok=True)
     not_extracted = extract_all(a.files, dirs, a, sets, dev) if a.extract_jobs > 1 else {}
     failed = []
-    for file in a.files:
+
+    def one(file: str, gpu: int | None) -> None:
         d = dirs[file]
         if d.name in not_extracted:
             print(f"{d.name}: {not_extracted[d.name]}", flush=True)
             failed.append(d.name)
-            continue
+            return
         try:
-            model_steps(file, d, a, sets, dev)
+            model_steps(file, d, a, sets, dev, gpu)
         except SystemExit as e:  # one model's failure is reported; the others go on
             print(f"{d.name}: {e}", flush=True)
             failed.append(d.name)
-            continue
+            return
         print(summary(d.name, json.loads((d / "deploy.json").read_text()), d / "tasks" / "manifest.json",
                       covered_tasks(d / "run")), flush=True)
+
+    each_model(a.files, one, a.gpus)
     if failed:
         print(f"{len(failed)} of {len(a.files)} model(s) failed: {', '.join(failed)}", flush=True)
         return 1

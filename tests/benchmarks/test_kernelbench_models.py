@@ -61,7 +61,7 @@ def test_a_search_cut_short_starts_again_from_an_empty_run_folder(tmp_path, monk
     (d / "run" / "evaluations.jsonl").write_text("partial\n")
     ran = []
 
-    def step(cmd, log, timeout_s):
+    def step(cmd, log, timeout_s, gpu=None):
         ran.append(cmd)
         if "foundry" in cmd and "-m" in cmd:
             assert not (d / "run" / "evaluations.jsonl").exists()  # the cut run is gone before the search
@@ -147,7 +147,7 @@ def test_with_extract_jobs_the_searches_start_after_every_extraction(tmp_path, m
     record = {"returned": "original", "swapped": [], "eager_ms": 2.0, "compile_ms": 1.0, "returned_ms": 1.0,
               "max_abs_err": 0.0, "threads": 1}
 
-    def step(cmd, log, timeout_s):
+    def step(cmd, log, timeout_s, gpu=None):
         d = log.parent
         order.append((d.name, log.stem))
         if log.stem == "extract":
@@ -165,3 +165,51 @@ def test_with_extract_jobs_the_searches_start_after_every_extraction(tmp_path, m
     assert script.main(["a/1_A.py", "a/2_B.py", "--out", str(tmp_path), "--extract-jobs", "2"]) == 0
     assert sorted(order[:2]) == [("1_A", "extract"), ("2_B", "extract")]
     assert order[2:] == [("1_A", "search"), ("1_A", "deploy"), ("2_B", "search"), ("2_B", "deploy")]
+
+
+def test_with_gpus_models_run_at_once_each_on_a_gpu_of_its_own(tmp_path, monkeypatch):
+    """--gpus 2: two models' steps run at the same time, each pinned to one GPU for all its
+    steps; the third model takes the GPU the first to finish gave back."""
+    import threading
+    script = _script()
+    record = {"returned": "original", "swapped": [], "eager_ms": 2.0, "compile_ms": 1.0, "returned_ms": 1.0,
+              "max_abs_err": 0.0, "threads": 1}
+    gpus_of: dict = {}
+    both_started = threading.Barrier(2, timeout=30)  # the first two models' extractions meet: they ran at once
+    lock = threading.Lock()
+
+    def step(cmd, log, timeout_s, gpu=None):
+        d = log.parent
+        with lock:
+            gpus_of.setdefault(d.name, set()).add(gpu)
+        if log.stem == "extract":
+            if d.name in ("1_A", "2_B"):
+                both_started.wait()
+            (d / "tasks").mkdir()
+            (d / "tasks" / "manifest.json").write_text(json.dumps({"regions": []}))
+        elif log.stem == "search":
+            (d / "run").mkdir()
+            (d / "run" / "report.md").write_text("done")
+        else:
+            (d / "deploy.json").write_text(json.dumps(record))
+        return 1.0
+
+    monkeypatch.setattr(script, "_step", step)
+    monkeypatch.setattr(script, "covered_tasks", lambda run_dir: 0)
+    assert script.main(["a/1_A.py", "a/2_B.py", "a/3_C.py", "--out", str(tmp_path), "--device", "cuda",
+                        "--gpus", "2"]) == 0
+    assert {m: len(g) for m, g in gpus_of.items()} == {"1_A": 1, "2_B": 1, "3_C": 1}  # one GPU for all its steps
+    assert gpus_of["1_A"] | gpus_of["2_B"] == {0, 1} and gpus_of["3_C"] <= {0, 1}
+
+
+def test_gpus_without_a_cuda_device_is_refused(capsys):
+    import pytest
+    with pytest.raises(SystemExit):
+        _script().main(["a/1_A.py", "--gpus", "2"])
+    assert "--gpus 2: give a count of GPUs, with --device cuda" in capsys.readouterr().err
+
+
+def test_a_step_on_a_gpu_sees_that_gpu_alone(tmp_path):
+    log = tmp_path / "step.log"
+    _script()._step([sys.executable, "-c", "import os; print(os.environ['CUDA_VISIBLE_DEVICES'])"], log, 60, gpu=3)
+    assert log.read_text().strip() == "3"
