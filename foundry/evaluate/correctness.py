@@ -10,6 +10,8 @@ into the evaluation's Findings; nothing here runs a process or times anything.
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from foundry.evaluate import protocol
 from foundry.evaluate.job import Job
 from foundry.evaluate.sandbox import JobOutcome
@@ -18,12 +20,14 @@ from foundry.evaluate.verdict import (Findings, check_consistency, check_input_u
 
 
 def judge_outputs(f: Findings, out: JobOutcome, job: Job, references: dict, *, launch_key: str | None,
-                  allow_torch_ops: bool, reference_ops: frozenset, atol: float, rtol: float) -> None:
-    """Every trial's output against its reference, then the repeat, the probes and
-    the protocol: guard flags and the stage go into `f`."""
+                  allow_torch_ops: bool, reference_ops: frozenset, atol: float, rtol: float,
+                  precise: Callable[[int, float], Any] | None = None) -> None:
+    """Every trial's output against its reference (a heavy-tailed trial's also against
+    `precise`, the reference computed in float64: verdict.check_trials), then the repeat,
+    the probes and the protocol: guard flags and the stage go into `f`."""
     trials = {m.header.get("index"): m for m in out.of_kind("trial")}
     check_trials(f, trials, references, job.trials, atol=atol, rtol=rtol, launch_key=launch_key,
-                 allow_torch_ops=allow_torch_ops, reference_ops=reference_ops)
+                 allow_torch_ops=allow_torch_ops, reference_ops=reference_ops, precise=precise)
     repeat = out.of_kind("repeat")
     try:
         rep = decode(repeat[0]) if repeat else None

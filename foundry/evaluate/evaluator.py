@@ -250,7 +250,8 @@ class Evaluator:
             f.flag("degenerate_task", f"degenerate task: {degenerate.reason}")
         with phases.measure("compare"):
             judge_outputs(f, out, job, references, launch_key=backend.launch_key,
-                          allow_torch_ops=self.config.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol)
+                          allow_torch_ops=self.config.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol,
+                          precise=self._precise(task, job, references))
         metrics = job_metrics(out, job, references, transfer_note=self.transfer_note)
         if "task_setup" in phases.seconds:  # this evaluation paid for the task's setup
             metrics["task_setup_parts_s"] = dict(self._setup.parts.get(task.source_hash, {}))
@@ -267,7 +268,10 @@ class Evaluator:
                 release_judged_trials(f, out, job, references)
                 with phases.measure("timed_output_check"):
                     runtime, spread = check_timed_runs(f, out, timing_msgs[0], references, job, metrics,
-                                                       atol=atol, rtol=rtol, rescaled=self._rescaled(task, job))
+                                                       atol=atol, rtol=rtol, rescaled=self._rescaled(task, job),
+                                                       precise=self._precise(task, job, references))
+        if f.float64_trials:
+            metrics["float64_reference_trials"] = sorted(f.float64_trials)
         del references
         # judged: the received outputs, and those decoded into `f` (still there where
         # release_judged_trials did not run: a failed or flagged job, timed runs that
@@ -319,11 +323,22 @@ class Evaluator:
         return judge_recheck(f, out, job, runtime=runtime, spread=spread, metrics=metrics,
                              references=lambda: self._reference_outputs(task, job, range(len(job.trials))),
                              rescaled=self._rescaled(task, job), launch_key=backend.launch_key,
-                             allow_torch_ops=cfg.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol)
+                             allow_torch_ops=cfg.allow_torch_ops, reference_ops=ref_ops, atol=atol, rtol=rtol,
+                             precise=self._precise(task, job, {}))
 
     # ---------------------------------------------------------------- shared helpers
     def _reference_outputs(self, task: Task, job: Job, indices, *, scale: float = 1.0) -> dict[int, Any]:
         return self._reference.job_outputs(task, job, indices, scale=scale)
+
+    def _precise(self, task: Task, job: Job, references: dict):
+        """(trial index, scale) -> that trial's reference output computed in float64, cast to
+        the reference's dtypes (None where there is none): verdict.check_trials."""
+        def precise(i: int, scale: float):
+            like = references.get(i)
+            if like is None:  # let go after the trials were judged: the trial's output is computed again
+                like = self._reference_outputs(task, job, [i])[i]
+            return self._reference.precise_output(task, job, i, like, scale=scale)
+        return precise
 
     def _rescaled(self, task: Task, job: Job):
         """(trial index, scale) -> the reference output of that trial on its inputs times scale."""

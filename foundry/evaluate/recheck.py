@@ -19,10 +19,12 @@ from foundry.types import Stage
 
 def judge_recheck(f: Findings, out: JobOutcome, job: Job, *, runtime: float, spread: float | None, metrics: dict,
                   references: Callable[[], dict], rescaled: Callable[[int, float], Any], launch_key: str | None,
-                  allow_torch_ops: bool, reference_ops: frozenset, atol: float, rtol: float):
+                  allow_torch_ops: bool, reference_ops: frozenset, atol: float, rtol: float,
+                  precise: Callable[[int, float], Any] | None = None):
     """(runtime_ms, spread) to report after the re-measurement `out` of `job`: the slower of
     it and the first (`runtime`, `spread`); `references()`: the reference outputs of the
-    job's trials (computed only when its trials all came)."""
+    job's trials (computed only when its trials all came); `precise`: as for the first job
+    (verdict.check_trials)."""
     timing_msgs = out.of_kind("timing")
     if not timing_msgs or len(out.of_kind("trial")) < len(job.trials):
         f.flag("recheck_failed", "the re-measurement of a large speedup did not complete: " + out.exit_text())
@@ -30,10 +32,10 @@ def judge_recheck(f: Findings, out: JobOutcome, job: Job, *, runtime: float, spr
     refs = references()
     g = Findings()
     judge_outputs(g, out, job, refs, launch_key=launch_key, allow_torch_ops=allow_torch_ops,
-                  reference_ops=reference_ops, atol=atol, rtol=rtol)
+                  reference_ops=reference_ops, atol=atol, rtol=rtol, precise=precise)
     release_judged_trials(g, out, job, refs)
     again, again_spread = check_timed_runs(g, out, timing_msgs[0], refs, job, metrics,
-                                           atol=atol, rtol=rtol, rescaled=rescaled)
+                                           atol=atol, rtol=rtol, rescaled=rescaled, precise=precise)
     if g.stage != Stage.CORRECT or g.flags:
         f.flag("recheck_failed", "the re-measurement failed: " + "; ".join(g.errors)[:500])
         return runtime, spread

@@ -73,6 +73,47 @@ class ReferenceRunner:
         return outputs
 
 
+    def precise_output(self, task: Task, job: Job, i: int, like: Any, *, scale: float = 1.0) -> Any | None:
+        """Trial `i`'s reference output computed in float64 (the model's floating-point
+        parameters and buffers and the inputs' floating-point tensors, times `scale`), cast
+        to the dtypes of `like` (the reference's own output): what the model computes when
+        float32 rounding is out of the way. None where the model does not run in float64
+        (an op without a float64 kernel, a float32 tensor made in its forward), or the
+        device has no room for it: the float32 reference then stands alone."""
+        t = job.trials[i]
+        overrides = job.variants[t.variant]
+        try:
+            model = self.model(task, overrides, job.init_seed).to(torch.float64)
+            inputs = make_trial_inputs(self.module(task, overrides), trial_input_spec(t), self.device.name)
+            inputs = [self.device.to_device(x.to(torch.float64) * scale if _floating(x) else x) for x in inputs]
+            with torch.no_grad():
+                out = model(*inputs)
+            del inputs, model
+            self.device.synchronize()
+            return cast_like(out if self.device.name != "cpu" else _to_cpu(out), like)
+        except Exception:  # noqa: BLE001 - no float64 reference: the float32 one stands alone
+            return None
+
+
+def _floating(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_floating_point()
+
+
+def cast_like(obj: Any, like: Any) -> Any:
+    """`obj` with each tensor cast to the dtype of the tensor at the same place in `like`;
+    ValueError where their structures differ."""
+    if isinstance(like, torch.Tensor) and isinstance(obj, torch.Tensor):
+        return obj.to(like.dtype)
+    if isinstance(like, (list, tuple)) and isinstance(obj, (list, tuple)) and len(obj) == len(like):
+        return type(like)(cast_like(o, k) for o, k in zip(obj, like))
+    if isinstance(like, dict) and isinstance(obj, dict) and obj.keys() == like.keys():
+        return {k: cast_like(obj[k], like[k]) for k in like}
+    if isinstance(like, (torch.Tensor, list, tuple, dict)) or isinstance(obj, (torch.Tensor, list, tuple, dict)):
+        raise ValueError(f"the float64 output's structure ({type(obj).__name__}) differs from the reference's "
+                         f"({type(like).__name__})")
+    return obj
+
+
 def _to_cpu(obj: Any) -> Any:
     if isinstance(obj, torch.Tensor):
         return obj.detach().cpu()

@@ -17,14 +17,16 @@ from foundry.evaluate.compare import compare
 from foundry.evaluate.job import Job
 from foundry.evaluate.sandbox import JobOutcome
 from foundry.evaluate.timing_report import analyze
-from foundry.evaluate.verdict import Findings, decode
+from foundry.evaluate.verdict import Findings, decode, precise_verdict
 
 
 def check_timed_runs(f: Findings, out: JobOutcome, msg: Any, references: dict, job: Job, metrics: dict, *,
-                     atol: float, rtol: float, rescaled: Callable[[int, float], Any]):
+                     atol: float, rtol: float, rescaled: Callable[[int, float], Any],
+                     precise: Callable[[int, float], Any] | None = None):
     """(runtime_ms, spread) of the timing message `msg`, its guards' findings in `f` and
     its measurements in `metrics`; `rescaled(i, scale)`: the reference output of trial `i`
-    on its inputs times `scale`."""
+    on its inputs times `scale`; `precise(i, scale)`: the same computed in float64, for a
+    timed run on a trial that passed against it (`f.float64_trials`, verdict.check_trials)."""
     starts = out.of_kind("timing_start")
     ends = out.of_kind("timing_end")
     verdict = analyze(msg.header, started_at=starts[0].at if starts else None,
@@ -50,8 +52,11 @@ def check_timed_runs(f: Findings, out: JobOutcome, msg: Any, references: dict, j
         changes = [0] * len(sets)
     for k, i in enumerate(sets):
         # inputs scaled to 1/2 (odd changes) or 1/4 (even) before the last block
-        ref = references[i] if not changes[k] else rescaled(i, 0.5 if changes[k] % 2 else 0.25)
+        scale = 1.0 if not changes[k] else 0.5 if changes[k] % 2 else 0.25
+        ref = references[i] if scale == 1.0 else rescaled(i, scale)
         c = compare(ref, last[k], atol=atol, rtol=rtol)
+        if c.kind == "value" and precise is not None and i in f.float64_trials:
+            c = precise_verdict(f, i, c, ref, last[k], precise, atol=atol, rtol=rtol, scale=scale)
         if not c.ok:
             f.flag("timed_output_mismatch", f"output of a timed run on trial {i}'s inputs: {c.message}")
             break
