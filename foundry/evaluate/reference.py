@@ -83,8 +83,12 @@ class ReferenceRunner:
         t = job.trials[i]
         overrides = job.variants[t.variant]
         try:
-            model = self.model(task, overrides, job.init_seed).to(torch.float64)
             inputs = make_trial_inputs(self.module(task, overrides), trial_input_spec(t), self.device.name)
+            # the float64 inputs beside these and the float64 output: where the device lacks the
+            # room, the copies would crowd the other lanes' workers out of it
+            if not self._room_for(3 * tensor_bytes(inputs) + 2 * tensor_bytes(like)):
+                return None
+            model = self.model(task, overrides, job.init_seed).to(torch.float64)
             inputs = [self.device.to_device(x.to(torch.float64) * scale if _floating(x) else x) for x in inputs]
             with torch.no_grad():
                 out = model(*inputs)
@@ -93,6 +97,15 @@ class ReferenceRunner:
             return cast_like(out if self.device.name != "cpu" else _to_cpu(out), like)
         except Exception:  # noqa: BLE001 - no float64 reference: the float32 one stands alone
             return None
+
+
+    def _room_for(self, nbytes: int) -> bool:
+        """Whether the device has `nbytes` free (on a GPU, by the driver's count; a CPU's
+        memory is the host's, which the judge's cap covers)."""
+        if self.device.name == "cpu":
+            return True
+        free, _ = torch.cuda.mem_get_info()
+        return nbytes <= free
 
 
 def _floating(x: Any) -> bool:
