@@ -2,7 +2,9 @@
 got. They are computed only after the candidate's worker has been killed, so they never
 exist anywhere while candidate code runs. Inputs are generated on the judge's device
 (foundry.evaluate.trial_inputs) and outputs stay there: on CUDA the comparison runs on
-the GPU against the candidate's outputs, which were copied device-to-device."""
+the GPU against the candidate's outputs, which were copied device-to-device. A heavy-tailed
+trial the candidate missed can be computed again in float64 (`precise_output`,
+verdict.check_trials)."""
 
 from __future__ import annotations
 
@@ -72,7 +74,6 @@ class ReferenceRunner:
             outputs[i] = self.outputs(models[t.variant], task, overrides, trial_input_spec(t), scale=scale)
         return outputs
 
-
     def precise_output(self, task: Task, job: Job, i: int, like: Any, *, scale: float = 1.0) -> Any | None:
         """Trial `i`'s reference output computed in float64 (the model's floating-point
         parameters and buffers and the inputs' floating-point tensors, times `scale`), cast
@@ -97,7 +98,6 @@ class ReferenceRunner:
             return cast_like(out if self.device.name != "cpu" else _to_cpu(out), like)
         except Exception:  # noqa: BLE001 - no float64 reference: the float32 one stands alone
             return None
-
 
     def _room_for(self, nbytes: int) -> bool:
         """Whether the device has `nbytes` free (on a GPU, by the driver's count; a CPU's

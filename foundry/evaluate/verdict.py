@@ -155,18 +155,17 @@ def check_trials(f: Findings, trials: dict, references: dict, trial_plan: tuple,
         if isinstance(h.get("threads_started"), int) and h["threads_started"] > 0:
             f.flag("threads", f"{where}: {h['threads_started']} thread(s) still running after forward")
     for i, where, c in misses:
-        f.absorb(precise_verdict(f, i, c, references[i], f.candidate_outputs[i], precise, atol=atol, rtol=rtol),
-                 where)
+        f.absorb(precise_verdict(f, i, c, f.candidate_outputs[i], precise, atol=atol, rtol=rtol), where)
 
 
-def precise_verdict(f: Findings, i: int, missed: Comparison, ref: Any, got: Any,
-                    precise: Callable[[int, float], Any], *, atol, rtol, scale: float = 1.0) -> Comparison:
-    """The verdict on output `got` of trial `i`, which `missed` the float32 reference `ref`:
-    its comparison with the float64 reference where every trial judged so far passed and
-    there is one (trial i then goes into `f.float64_trials`), else `missed`, with what the
-    float64 reference said."""
-    if f.stage != Stage.CORRECT:
-        return missed  # a trial failed outright: no float64 reference is computed for a wrong kernel
+def precise_verdict(f: Findings, i: int, missed: Comparison, got: Any, precise: Callable[[int, float], Any], *,
+                    atol, rtol, scale: float = 1.0) -> Comparison:
+    """The verdict on output `got` of trial `i` (its inputs times `scale`), which `missed`
+    the float32 reference: its comparison with the float64 reference where nothing judged
+    so far failed and there is one (trial i then goes into `f.float64_trials`), else
+    `missed`, with what the float64 reference said."""
+    if f.stage != Stage.CORRECT or f.flags:
+        return missed  # a trial failed or a guard fired: no float64 reference is computed for a failed kernel
     exact = precise(i, scale)
     if exact is None:
         return missed
