@@ -141,24 +141,30 @@ def test_with_extract_jobs_every_model_is_extracted_first_and_a_failure_is_not_r
     assert all((tmp_path / "out" / m / "extract.log").is_file() for m in ("1_Broken", "2_NoModel"))
 
 
+def _write_step_output(log) -> float:
+    """What a step of a model (its log's name) leaves in the model's folder, as the real
+    step does: the manifest, the run's report, the deploy record."""
+    d = log.parent
+    if log.stem == "extract":
+        (d / "tasks").mkdir()
+        (d / "tasks" / "manifest.json").write_text(json.dumps({"regions": []}))
+    elif log.stem == "search":
+        (d / "run").mkdir()
+        (d / "run" / "report.md").write_text("done")
+    else:
+        (d / "deploy.json").write_text(json.dumps({"returned": "original", "swapped": [], "eager_ms": 2.0,
+                                                   "compile_ms": 1.0, "returned_ms": 1.0, "max_abs_err": 0.0,
+                                                   "threads": 1}))
+    return 1.0
+
+
 def test_with_extract_jobs_the_searches_start_after_every_extraction(tmp_path, monkeypatch):
     script = _script()
     order = []
-    record = {"returned": "original", "swapped": [], "eager_ms": 2.0, "compile_ms": 1.0, "returned_ms": 1.0,
-              "max_abs_err": 0.0, "threads": 1}
 
     def step(cmd, log, timeout_s, gpu=None):
-        d = log.parent
-        order.append((d.name, log.stem))
-        if log.stem == "extract":
-            (d / "tasks").mkdir()
-            (d / "tasks" / "manifest.json").write_text(json.dumps({"regions": []}))
-        elif log.stem == "search":
-            (d / "run").mkdir()
-            (d / "run" / "report.md").write_text("done")
-        else:
-            (d / "deploy.json").write_text(json.dumps(record))
-        return 1.0
+        order.append((log.parent.name, log.stem))
+        return _write_step_output(log)
 
     monkeypatch.setattr(script, "_step", step)
     monkeypatch.setattr(script, "covered_tasks", lambda run_dir: 0)
@@ -172,27 +178,16 @@ def test_with_gpus_models_run_at_once_each_on_a_gpu_of_its_own(tmp_path, monkeyp
     steps; the third model takes the GPU the first to finish gave back."""
     import threading
     script = _script()
-    record = {"returned": "original", "swapped": [], "eager_ms": 2.0, "compile_ms": 1.0, "returned_ms": 1.0,
-              "max_abs_err": 0.0, "threads": 1}
     gpus_of: dict = {}
     both_started = threading.Barrier(2, timeout=30)  # the first two models' extractions meet: they ran at once
     lock = threading.Lock()
 
     def step(cmd, log, timeout_s, gpu=None):
-        d = log.parent
         with lock:
-            gpus_of.setdefault(d.name, set()).add(gpu)
-        if log.stem == "extract":
-            if d.name in ("1_A", "2_B"):
-                both_started.wait()
-            (d / "tasks").mkdir()
-            (d / "tasks" / "manifest.json").write_text(json.dumps({"regions": []}))
-        elif log.stem == "search":
-            (d / "run").mkdir()
-            (d / "run" / "report.md").write_text("done")
-        else:
-            (d / "deploy.json").write_text(json.dumps(record))
-        return 1.0
+            gpus_of.setdefault(log.parent.name, set()).add(gpu)
+        if log.stem == "extract" and log.parent.name in ("1_A", "2_B"):
+            both_started.wait()
+        return _write_step_output(log)
 
     monkeypatch.setattr(script, "_step", step)
     monkeypatch.setattr(script, "covered_tasks", lambda run_dir: 0)
