@@ -65,7 +65,8 @@ class ModelNew(nn.Module):
 
 EXACT = "double v = x[i]; y[i] = (float)(((v * 1000.0 + 0.1) - v * 1000.0) * v);"
 # right where x < 1 (every standard input), 1% off above it (the heavy-tailed trial's large inputs)
-OFF_WHEN_LARGE = "double v = x[i]; double e = ((v * 1000.0 + 0.1) - v * 1000.0) * v; y[i] = (float)(v < 1.0 ? e : e * 1.01);"
+OFF_WHEN_LARGE = ("double v = x[i]; double e = ((v * 1000.0 + 0.1) - v * 1000.0) * v; "
+                  "y[i] = (float)(v < 1.0 ? e : e * 1.01);")
 DOUBLED = "y[i] = 2.f * x[i];"
 
 
