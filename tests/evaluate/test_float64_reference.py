@@ -122,3 +122,16 @@ def test_a_kernel_wrong_on_standard_inputs_costs_no_float64_reference(ev, task, 
     r = judge(ev, task, DOUBLED)
     assert not r.correct and r.stage == Stage.VALUE
     assert precise_calls == []
+
+
+def test_a_model_that_does_not_run_in_float64_leaves_the_float32_verdict(ev, tmp_path, precise_calls):
+    """The same task with a float32 matrix made in its forward: in float64 its product
+    raises, so there is no float64 reference and the heavy-tailed miss stands."""
+    path = tmp_path / "cancellation_float32_only.py"
+    path.write_text(TASK.replace("        return ((x * 1000.0 + 0.1) - x * 1000.0) * x\n",
+                                 "        y = ((x * 1000.0 + 0.1) - x * 1000.0) * x\n"
+                                 "        return y @ torch.eye(256, dtype=torch.float32)\n"))
+    task = load_task(path)
+    r = judge(ev, task, EXACT)
+    assert not r.correct and r.stage == Stage.VALUE and "heavy" in r.error
+    assert precise_calls and "float64" not in r.error  # asked for, none made: the float32 verdict as it was
