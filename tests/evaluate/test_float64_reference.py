@@ -6,7 +6,7 @@ float64 reference."""
 
 from __future__ import annotations
 
-import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -35,33 +35,9 @@ def get_init_inputs():
     return []
 '''
 
-KERNEL = '''
-import torch
-import torch.nn as nn
-
-from foundry.kernels import c
-
-SRC = r"""
-#include <stdint.h>
-void kernel(const float* x, float* y, int64_t n) {
-    for (int64_t i = 0; i < n; i++) {
-        BODY
-    }
-}
-"""
-
-
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.lib = c.build(SRC)
-
-    def forward(self, x):
-        x = x.contiguous()
-        y = torch.empty_like(x)
-        self.lib.kernel(x, y, x.numel())
-        return y
-'''
+# the honest ReLU candidate, its loop body replaced by each kernel's
+HONEST = (Path(__file__).resolve().parents[1] / "exploits" / "candidates" / "honest_relu_c.py").read_text()
+RELU_BODY = "y[i] = x[i] > 0.f ? x[i] : 0.f;"
 
 EXACT = "double v = x[i]; y[i] = (float)(((v * 1000.0 + 0.1) - v * 1000.0) * v);"
 # right where x < 1 (every standard input), 1% off above it (the heavy-tailed trial's large inputs)
@@ -87,7 +63,8 @@ def task(tmp_path_factory):
 
 
 def judge(ev, task, body: str):
-    source = textwrap.dedent(KERNEL).replace("BODY", body)
+    assert RELU_BODY in HONEST
+    source = HONEST.replace(RELU_BODY, "{ " + body + " }")
     return ev.evaluate(task=task, candidate=Candidate.make(task_id=task.task_id, source=source, backend="c"))
 
 
