@@ -350,23 +350,17 @@ def _scan(region: Region):
     lexpr = "(L - 1 - l)" if row.reverse else "l"
     pre, v = _pre(region, f"base + {lexpr}", "msk")
     fill = "1.0" if prod else "0.0"
-    scan = "tl.cumprod" if prod else "tl.cumsum"
-    if prod:
-        # in float64: a block's scan multiplies in a tree, and a float32 partial product can
-        # overflow (or reach 0) where the running product in order stays finite; torch's
-        # CPU scan accumulates in double too
-        rbody = ["o = tl.program_id(0).to(tl.int64)", "base = o * L", "carry = tl.full([1], 1.0, tl.float64)"]
-        step = ["l = l0 + tl.arange(0, BLOCK)", "msk = l < L", *pre,
-                f"x = tl.where(msk, {v}, 1.0).to(tl.float64)", "inc = tl.cumprod(x, axis=0) * carry",
-                "e = inc.to(tl.float32)", *_store(region, "f", "e", "msk"),
-                "carry = tl.sum(tl.where(tl.arange(0, BLOCK) == BLOCK - 1, inc, 0.0), axis=0, keep_dims=True)"]
-    else:
-        rbody = ["o = tl.program_id(0).to(tl.int64)", "base = o * L", f"carry = {fill}"]
-        step = ["l = l0 + tl.arange(0, BLOCK)", "msk = l < L", *pre, f"x = tl.where(msk, {v}, {fill})",
-                f"inc = {scan}(x, axis=0) + carry",
-                "e = inc - x" if row.exclusive else "e = inc",
-                *_store(region, "f", "e", "msk"),
-                "carry = tl.sum(tl.where(tl.arange(0, BLOCK) == BLOCK - 1, inc, 0.0), axis=0)"]
+    # a product in float64: a block's scan multiplies in a tree, and a float32 partial
+    # product can overflow (or reach 0) where the running product in order stays finite;
+    # torch's CPU scan accumulates in double too
+    carry = "tl.full([1], 1.0, tl.float64)" if prod else fill
+    scanned = "tl.cumprod(x.to(tl.float64), axis=0) * carry" if prod else "tl.cumsum(x, axis=0) + carry"
+    result = "inc.to(tl.float32)" if prod else "inc - x" if row.exclusive else "inc"
+    rbody = ["o = tl.program_id(0).to(tl.int64)", "base = o * L", f"carry = {carry}"]
+    step = ["l = l0 + tl.arange(0, BLOCK)", "msk = l < L", *pre, f"x = tl.where(msk, {v}, {fill})",
+            f"inc = {scanned}", f"e = {result}", *_store(region, "f", "e", "msk"),
+            "carry = tl.sum(tl.where(tl.arange(0, BLOCK) == BLOCK - 1, inc, 0.0), axis=0"
+            + (", keep_dims=True)" if prod else ")")]
     rbody += _loop("l0", "0", "L", "BLOCK", step)
     pre_c, vc = _pre(region, f"o * L * inner + {lexpr} * inner + c", "msk")
     cbody = ["pid = tl.program_id(0)", "nb = tl.cdiv(inner, BLOCK)", "o = (pid // nb).to(tl.int64)",
