@@ -22,6 +22,7 @@ from foundry.templates.decompose import decompose
 from foundry.templates.forward import find_linear_epilogue, find_prologues, rewrite_forward
 from foundry.templates.fxutil import NotCovered, node_dtype, node_shape, tensor_dtypes
 from foundry.templates.ops import pointwise_of, rowop_of
+from foundry.templates.pool_first import pool_before_pointwise_convs
 from foundry.templates.recognize_conv import describe_convs, prologue_convs
 from foundry.templates.recognize_gemm import describe_gemm
 from foundry.templates.scan_patterns import exclusive_scans, reverse_scans
@@ -40,6 +41,8 @@ def trace(model: nn.Module, inputs) -> fx.GraphModule:
     with torch.no_grad():
         ShapeProp(gm).propagate(*inputs)
         if decompose(gm):
+            ShapeProp(gm).propagate(*inputs)
+        if pool_before_pointwise_convs(gm):
             ShapeProp(gm).propagate(*inputs)
     return gm
 
