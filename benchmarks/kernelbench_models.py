@@ -68,7 +68,7 @@ def deploy_one(spec: str, run_dir: str, overrides: list[str], device: str | None
     model, _ = load_spec(spec, device=device, overrides=size_overrides(overrides))
     t0 = time.monotonic()
     bound = {} if elimination_s is None else {"elimination_s": elimination_s}  # None: deploy's default
-    deployed = deploy(model, run_dir, **bound)
+    deployed = deploy(model, run_dir, **bound, progress=lambda line: print(f"[deploy] {line}", flush=True))
     deploy_s = time.monotonic() - t0
     info = deployed.foundry_deploy
     inputs = example_inputs_of(read_run(run_dir, model).manifest)

@@ -26,6 +26,11 @@ from foundry.extract.errors import UserModelError
 from foundry.extract.spec import load_spec, size_overrides
 
 
+def _progress(line: str) -> None:
+    """deploy's steps, as they end, on stderr (stdout holds the result)."""
+    print(f"[deploy] {line}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m foundry.deploy", description=__doc__.split("\n\n")[0])
     ap.add_argument("spec", help="module.path:function returning (model, example_inputs), or a KernelBench "
@@ -51,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         model, _ = load_spec(args.spec, device=args.device, sizes=args.sizes,
                              overrides=size_overrides(args.set))
         deployed = deploy(model, args.run_dir, tasks_dir=args.tasks, check_speed=not args.no_speed_check,
-                          with_compile=not args.no_compile, elimination_s=args.elimination_s)
+                          with_compile=not args.no_compile, elimination_s=args.elimination_s,
+                          progress=_progress)
         info = deployed.foundry_deploy
         into = {"modules": " (into the model's own submodules)", "graph": " (into the captured graph)"}.get(info.form, "")
         print(f"{type(model).__name__}: {len(info.swapped)} region occurrence(s) swapped in from {info.run_dir}{into}")

@@ -30,6 +30,7 @@ happened. Gradients flow through the regions' original code (foundry.deploy.regi
 from __future__ import annotations
 
 import copy
+import time
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -88,6 +89,7 @@ class DeployInfo:
 
 
 ELIMINATION_S = 300.0  # each try compiles the model: bounded on models with dozens of regions
+PROGRESS_EVERY_S = 20.0  # while kernels load, a progress line at most this often
 FORM_MODULES = "modules"  # a copy of the user's model, swapped submodules' forwards running the kernels
 FORM_GRAPH = "graph"  # the captured GraphModule, its regions replaced by custom-op calls
 
@@ -109,16 +111,18 @@ def _occurrence_of(entry, region):
 
 def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
            tasks_dir: str | Path | None = None, check_speed: bool = True, with_compile: bool = True,
-           elimination_s: float | None = ELIMINATION_S) -> nn.Module:
+           elimination_s: float | None = ELIMINATION_S, progress: Callable[[str], None] | None = None) -> nn.Module:
     """The fastest of the model with the run's kernels swapped in (a copy of it, or its
     captured GraphModule), the original model and, with `with_compile`, torch.compile of
     either (see the module doc); `.foundry_deploy` of what comes back is a DeployInfo.
     `elimination_s` bounds the one-region-at-a-time tries (foundry.deploy.choose; None: no
-    bound).
+    bound). `progress` is told each step as it ends, a line each (None: nothing is said).
     Raises UserModelError for a run directory made for another model or a kernel whose
     shapes no longer match."""
     if not isinstance(model, nn.Module):
         raise UserModelError(f"deploy: the model must be a torch.nn.Module, got {type(model).__name__}")
+    started = time.monotonic()
+    say = progress or (lambda line: None)
     run = read_run(run_dir, model, tasks_dir=tasks_dir)
     manifest = run.manifest
     inputs = example_inputs if example_inputs is not None else example_inputs_of(manifest)
@@ -137,7 +141,14 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     passed = list(run.passed_over)
     chosen = []
     found = set()
-    for region in regions:
+    with_kernels = [r for r in regions if r.key in entries and entries[r.key].task_id in kernels]
+    say(f"captured {type(model).__name__}: {len(regions)} region(s), {len(with_kernels)} with a kernel of the run; "
+        f"loading and checking those kernels ({time.monotonic() - started:.0f} s)")
+    told = time.monotonic()
+    for n, region in enumerate(regions):
+        if time.monotonic() - told > PROGRESS_EVERY_S:
+            told = time.monotonic()
+            say(f"loading and checking kernels: region {n + 1} of {len(regions)} ({told - started:.0f} s)")
         entry = entries.get(region.key)
         if entry is None:
             continue
@@ -188,6 +199,7 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
         chosen = [s for s in chosen if sites.get(id(s)) is not None]
     info = DeployInfo(run_dir=run.run_dir, tasks_dir=run.tasks_dir, swapped=(), passed_over=tuple(passed),
                       dispatches=())
+    say(f"{len(chosen)} region occurrence(s) can take a kernel ({time.monotonic() - started:.0f} s)")
     if not chosen:
         return _original(model, info, "no kernel went in")
 
@@ -200,7 +212,8 @@ def deploy(model: nn.Module, run_dir: str | Path, *, example_inputs=None,
     device = str(inputs[0].device)
     weakest_first = sorted(_units(chosen), key=lambda u: u.swaps[0].judged)
     choice = choose(model, build, weakest_first, inputs, device=device, modes=compile_modes(device, with_compile),
-                    dispatches=[d.dispatch for s in chosen for d in (s, *s.alternatives)], elimination_s=elimination_s)
+                    dispatches=[d.dispatch for s in chosen for d in (s, *s.alternatives)], elimination_s=elimination_s,
+                    progress=say)
     winner = choice.winner
     passed = info.passed_over + tuple((s.record[0], f"kernel ({s.record[3]}) at {', '.join(s.record[1]) or '(model)'}:"
                                                     f" {why}") for s, why in choice.dropped)
@@ -253,7 +266,8 @@ def _units(chosen: list) -> list[Unit]:
             alt = tuple(next((a for a in s.alternatives if a.record[3] == strategy), None) for s in swaps)
             if all(a is not None for a in alt):
                 alternatives.append(alt)
-        units.append(Unit(swaps=tuple(swaps), alternatives=tuple(alternatives)))
+        first = swaps[0].record
+        units.append(Unit(swaps=tuple(swaps), alternatives=tuple(alternatives), label=f"{first[0]} ({first[3]})"))
     return units
 
 

@@ -83,24 +83,32 @@ class Choice:
 
 
 def choose(model: nn.Module, build: Callable[[list], list], units: list, inputs: tuple, *, device: str,
-           modes: tuple, dispatches=(), elimination_s: float | None = None) -> Choice:
+           modes: tuple, dispatches=(), elimination_s: float | None = None,
+           progress: Callable[[str], None] | None = None) -> Choice:
     """The fastest of the original and the deployed models. `build(swaps)` makes the
     deployed forms holding `swaps`, as [(model, form, swaps in it)], the one with every
     swap first (only that one is also compiled, in each of `modes`). `units` (Unit) are
     given the weakest first: tried in that order by a backward elimination, in the reverse
     by a forward selection, until `elimination_s` is spent (None: no limit). The call
-    counts of `dispatches` (RegionDispatch) are left as they were."""
+    counts of `dispatches` (RegionDispatch) are left as they were. `progress` is told each
+    step (the forms built and compiled, each try, the timings), a line each."""
     calls = [(d.kernel_calls, d.fallback_calls) for d in dispatches]
     try:
-        return _choose(model, build, units, inputs, device=device, modes=modes, elimination_s=elimination_s)
+        return _choose(model, build, units, inputs, device=device, modes=modes, elimination_s=elimination_s,
+                       progress=progress)
     finally:
         for d, (k, f) in zip(dispatches, calls):
             d.kernel_calls, d.fallback_calls = k, f
 
 
 def _choose(model: nn.Module, build: Callable[[list], list], units: list, inputs: tuple, *, device: str,
-            modes: tuple, elimination_s: float | None) -> Choice:
+            modes: tuple, elimination_s: float | None, progress: Callable[[str], None] | None) -> Choice:
     started = time.monotonic()
+
+    def say(line: Callable[[], str]) -> None:  # the line is made (and the clock read) only when it is told
+        if progress is not None:
+            progress(f"{line()} ({time.monotonic() - started:.0f} s)")
+
     cache: dict = {}  # the contenders of the current set of swaps and of the one tried
 
     def ids(kept: tuple) -> tuple:
@@ -129,12 +137,17 @@ def _choose(model: nn.Module, build: Callable[[list], list], units: list, inputs
     baseline: list = []
     every = tuple(s for u in units for s in u.swaps)
     deployed(every, modes)  # the final timing may need them; a try builds as much again
+    say(lambda: f"built the model with every kernel in ({len(every)} region occurrence(s) of {len(units)} task(s)), "
+                f"{', '.join(('eager', *modes))}")
     baseline = contenders_of(model, "", (), modes, inputs)
     try_s = time.monotonic() - started  # what the next try is expected to take
-    tries = Tries(deployed, keep_only, time_contenders, inputs, device, started, elimination_s, try_s)
+    tries = Tries(deployed, keep_only, time_contenders, inputs, device, started, elimination_s, try_s, progress)
     # with one unit, the final timing is its try; with more, the original beside every kernel
     # in says where to start from
     pick = tries.fastest(every, [()])[0] if len(units) > 1 else 0
+    if len(units) > 1:
+        say(lambda: f"the model with every kernel in was {'faster' if pick == 0 else 'slower'} than the original: "
+                    f"{'dropping' if pick == 0 else 'adding'} tasks one at a time")
     if pick == 0:
         current, dropped, replaced, untried = backward(tries, units, every)
     else:
@@ -142,12 +155,14 @@ def _choose(model: nn.Module, build: Callable[[list], list], units: list, inputs
     final = baseline + (deployed(current, modes) if current else [])
     times = time_contenders(final, inputs, device=device)
     winner, _ = best_of(final, times)
+    say(lambda: "final timing: " + ", ".join(f"{c.name} {t:.4g} ms" for c, t in zip(final, times)))
     confirmation: tuple = ()
     if winner.form:
         base, _ = best_of(baseline, times[:len(baseline)])
         again = time_contenders([winner, base], inputs, device=device, rounds=CONFIRM_ROUNDS,
                                 round_time_s=CONFIRM_ROUND_S)
         confirmation = ((winner.name, again[0]), (base.name, again[1]))
+        say(lambda: f"timed again, the two alone: {winner.name} {again[0]:.4g} ms, {base.name} {again[1]:.4g} ms")
         if again[0] > again[1] * (1 - CONFIRM_MIN_GAIN):
             winner = base
     return Choice(winner=winner, timings=tuple((c.name, t) for c, t in zip(final, times)), original_ms=times[0],

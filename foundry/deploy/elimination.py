@@ -20,6 +20,7 @@ class Unit:
 
     swaps: tuple
     alternatives: tuple = ()
+    label: str = ""  # what progress lines call it (its task, its kernel's strategy)
 
 
 def best_of(contenders: list, times: list) -> tuple:
@@ -44,11 +45,20 @@ class Tries:
     the current set, and the time bound."""
 
     def __init__(self, deployed: Callable, keep_only: Callable, timer: Callable, inputs: tuple, device: str,
-                 started: float, elimination_s: float | None, try_s: float):
+                 started: float, elimination_s: float | None, try_s: float,
+                 progress: Callable[[str], None] | None = None):
         self.deployed, self.keep_only, self.timer = deployed, keep_only, timer
         self.inputs, self.device = inputs, device
         self.started, self.elimination_s, self.try_s = started, elimination_s, try_s
         self.try_started = started
+        self.progress = progress  # told each try's outcome, one line (None: nothing is told)
+
+    def tell(self, n: int, of: int, label: str, outcome: str) -> None:
+        """One progress line for the try of unit `n` (from 1) of `of`, `label`, which ended in `outcome`."""
+        if self.progress is None:
+            return
+        bound = "" if self.elimination_s is None else f" of {self.elimination_s:.0f}"
+        self.progress(f"try {n}/{of} ({time.monotonic() - self.started:.0f} s{bound}): {label or 'a task'}: {outcome}")
 
     def out_of_time(self) -> bool:
         """Start a try's clock, and say whether the try would end past the bound (a try is
@@ -97,11 +107,11 @@ def backward(tries: Tries, units: list, every: tuple) -> tuple:
     dropped, replaced = [], []
     untried: tuple = ()
     # (the unit's swaps as they are now in `current`, its alternatives: only on the first pass)
-    order = [(u.swaps, u.alternatives) for u in units]
+    order = [(u.swaps, u.alternatives, u.label) for u in units]
     first, changed = True, True
     while changed and not untried:
         changed = False
-        for n, (swaps, alternatives) in enumerate(order):
+        for n, (swaps, alternatives, label) in enumerate(order):
             # the sets to time against `current`: without the unit (with one left, that is the
             # original, which the final timing holds) and with each of its alternatives instead
             trials = [(None, _without(current, swaps))] if len(current) > len(swaps) else []
@@ -109,7 +119,7 @@ def backward(tries: Tries, units: list, every: tuple) -> tuple:
             if not trials:
                 continue
             if tries.out_of_time():
-                untried = tuple(s for swaps_left, _ in order[n:] for s in swaps_left) if first else ()
+                untried = tuple(s for swaps_left, *_ in order[n:] for s in swaps_left) if first else ()
                 break
             pick, now, tried = tries.fastest(current, [kept for _, kept in trials])
             if pick:
@@ -120,13 +130,17 @@ def backward(tries: Tries, units: list, every: tuple) -> tuple:
                     dropped += [(s, why) for s in swaps]
                 else:
                     replaced += [(s, a, why) for s, a in zip(swaps, alt)]
-                    order[n] = (alt, ())
+                    order[n] = (alt, (), label)
                 current, changed = kept, True
+                outcome = "out" if alt is None else "another of its kernels in instead"
+                tries.tell(n + 1, len(order), label, f"{outcome}: {_figures(tried)} {what}, {_figures(now)} with it")
+            else:
+                tries.tell(n + 1, len(order), label, f"kept: {_figures(now)} with it, {_figures(tried)} otherwise")
             tries.done(current)
         if untried:
             break
         # a change alters what every other unit runs beside: the units left are tried again
-        order = [(swaps, ()) for swaps, _ in order if any(s is t for t in current for s in swaps)]
+        order = [(swaps, (), label) for swaps, _, label in order if any(s is t for t in current for s in swaps)]
         first = False
     # a runner-up that went in and was dropped on a later pass is in `dropped`, not in the model
     replaced = [(s, a, why) for s, a, why in replaced if any(a is t for t in current)]
@@ -150,7 +164,10 @@ def forward(tries: Tries, units: list) -> tuple:
         if not pick:
             dropped += [(s, f"the model without it was faster: {_figures(now)} vs {_figures(tried)} with it, "
                             "timed side by side") for s in unit.swaps]
+            tries.tell(n + 1, len(units), unit.label,
+                       f"left out: {_figures(now)} without it, {_figures(tried)} with it")
         else:
+            tries.tell(n + 1, len(units), unit.label, f"in: {_figures(tried)} with it, {_figures(now)} without it")
             current += options[pick - 1]
             if pick > 1:
                 why = (f"the model with the other kernel instead was the fastest: {_figures(tried)} vs "

@@ -263,3 +263,29 @@ def test_a_runner_up_dropped_on_a_later_pass_is_not_said_to_have_replaced_its_ke
     assert got.kept == (b,)
     assert [s.name for s, _ in got.dropped] == ["a2"]
     assert got.replaced == ()
+
+
+def test_progress_tells_each_try_by_its_label_and_the_final_timing(monkeypatch):
+    """With `progress`, choose says what it built, which way the elimination goes, each
+    try's outcome (the unit's label, kept or out, with the times) and the final timing;
+    without it, it decides the same."""
+    def clock(cs, inputs, **k):  # the original slowest; each swap costs 0.1; "weak" costs 0.5 more
+        return [2.0 if not c.swaps else 1.0 + 0.1 * len(c.swaps) + 0.5 * any(s.name == "weak" for s in c.swaps)
+                for c in cs]
+
+    monkeypatch.setattr(choose, "time_contenders", clock)
+    build = lambda kept: [(torch.nn.Identity(), "graph", kept)]  # noqa: E731
+    weak, strong = Named("weak"), Named("strong")
+    units = [Unit(swaps=(weak,), label="task_w (template:fused)"), Unit(swaps=(strong,), label="task_s (seed)")]
+    lines: list = []
+    got = choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=(),
+                        progress=lines.append)
+    assert [s.name for s in got.kept] == ["strong"]
+    assert lines[0].startswith("built the model with every kernel in (2 region occurrence(s) of 2 task(s)), eager")
+    assert lines[1].startswith("the model with every kernel in was faster than the original: dropping tasks")
+    assert lines[2].startswith("try 1/2 (") and lines[2].endswith(
+        "task_w (template:fused): out: 1.1 ms (deployed (graph)) without it, 1.7 ms (deployed (graph)) with it")
+    # the one unit left has no try of its own: the final timing holds it beside the original
+    assert len(lines) == 5 and lines[3].startswith("final timing: original 2 ms, deployed (graph) 1.1 ms (")
+    assert lines[4].startswith("timed again, the two alone: deployed (graph) 1.1 ms, original 2 ms (")
+    assert choose.choose(torch.nn.Identity(), build, units, (torch.ones(1),), device="cpu", modes=()).kept == got.kept
