@@ -1,6 +1,8 @@
 """The Triton kernels of the convolution template (conv_triton.py launches them): the
 implicit-GEMM `_conv` (the sum over channels x taps in BLOCK_K steps, each input element
 gathered), `_conv_taps` (the kernel taps outermost, each tap's channels in BLOCK_K steps),
+`_conv_outer` (few input channels per group: the sum as outer products of the rows' input
+values and the output channels' weights, a multiply-add each, per channel and tap),
 `_conv_transposed` (every output phase of a transposed convolution in one launch),
 `_conv_transposed_rows` (a run of consecutive outputs of one output row, every W phase)
 and `_conv_depthwise` (one input channel per group: a multiply-add per tap; by tiles of
@@ -111,6 +113,41 @@ def _conv_taps(x, wt, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COU
                                 other=0.0)
                     b = tl.load(pw + ci[:, None] * COUT_G, mask=k_in[:, None] & n_in[None, :], other=0.0)
                     acc += tl.dot(a, b@PRECISION@)
+    ODHW = OD * OH * OW
+    sp = rm - n * ODHW
+{STORE}
+
+@triton.jit
+def _conv_outer(x, wt, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
+{GEOMETRY_AND_TILES}, TRANSPOSED: tl.constexpr):
+    # few input channels per group (a first layer's 3): for each tap and each input channel,
+    # the rows' input values (one position per row, its address made once per tap) times
+    # the output channels' weights, an outer product of float32 multiply-adds. As a product
+    # (`_conv`) the K side would be a handful of channels x taps, each element's gather
+    # costing more index arithmetic than its products. `wt`: the weight laid out [groups,
+    # taps, CIN_G, COUT_G], as `_conv_taps` reads it; a stride-1 transposed convolution
+    # reads position o + P - k * D, as there.
+{_rows("od oh ow", "OD OH OW")}    KVOL = KD * KH * KW
+    for kd in range(KD):
+        for kh in range(KH):
+            for kw in range(KW):
+                if TRANSPOSED:
+                    xd = od + PD - kd * DD
+                    xh = oh + PH - kh * DH
+                    xw = ow + PW - kw * DW
+                else:
+                    xd = od * SD - PD + kd * DD
+                    xh = oh * SH - PH + kh * DH
+                    xw = ow * SW - PW + kw * DW
+                inside = m_in & (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
+                px = x_rows + (xd * H + xh) * W + xw
+                pw = wt + ((g * KVOL + (kd * KH + kh) * KW + kw) * CIN_G).to(tl.int64) * COUT_G + rn
+                for ci in range(CIN_G):
+                    a = tl.load(px, mask=inside, other=0.0).to(tl.float32)
+                    b = tl.load(pw, mask=n_in, other=0.0).to(tl.float32)
+                    acc += a[:, None] * b[None, :]
+                    px += DHW
+                    pw += COUT_G
     ODHW = OD * OH * OW
     sp = rm - n * ODHW
 {STORE}

@@ -177,6 +177,40 @@ def test_taps_is_offered_only_where_it_changes_the_kernel(tmp_path):
         assert_close(ref, got, **TOL)
 
 
+# OUTER on: 2 to 15 input channels per group, the sum as outer products per tap and channel;
+# standard convolutions (strided, padded, dilated, grouped, 1-3-D) and stride-1 transposed ones
+OUTER_CASES = [
+    ("conv1d", "nn.Conv1d(3, 5, 4, stride=2, padding=2, dilation=2)", "torch.randn(2, 3, 19)"),
+    ("conv2d_first_layer", "nn.Conv2d(3, 20, (5, 3), stride=(2, 3), padding=(2, 1))", "torch.randn(2, 3, 13, 11)"),
+    ("conv2d_groups", "nn.Conv2d(8, 6, 3, padding=1, groups=2, bias=False)", "torch.randn(1, 8, 6, 7)"),
+    ("conv3d_asymmetric", "nn.Conv3d(3, 17, (3, 3, 1), bias=False)", "torch.randn(2, 3, 6, 7, 4)"),
+    ("transposed2d", "nn.ConvTranspose2d(4, 6, (3, 2), padding=(1, 0), dilation=(1, 2))", "torch.randn(2, 4, 5, 6)"),
+]
+
+
+@pytest.mark.parametrize("name,module,x", OUTER_CASES, ids=[c[0] for c in OUTER_CASES])
+def test_outer_products_match_torch(tmp_path, name, module, x):
+    _switch_on_matches_torch(tmp_path, name, module, x, switch="OUTER", params={},
+                             others=("_conv", "_conv_taps", "_conv_transposed", "_conv_transposed_rows"))
+
+
+def test_outer_is_offered_first_and_only_where_it_changes_the_kernel(tmp_path):
+    few = make_task(tmp_path, "few_channels", forward="return self.conv(x)", init="self.conv = nn.Conv2d(3, 8, 3)",
+                    inputs="[torch.randn(1, 3, 6, 6)]", sig="x")
+    assert "'OUTER': [1, 0]" in emit(few, backend="triton")
+    many = make_task(tmp_path, "many_channels", forward="return self.conv(x)", init="self.conv = nn.Conv2d(16, 8, 3)",
+                     inputs="[torch.randn(1, 16, 6, 6)]", sig="x")
+    strided = make_task(tmp_path, "strided_transposed", forward="return self.conv(x)",
+                        init="self.conv = nn.ConvTranspose2d(3, 8, 3, stride=2)", inputs="[torch.randn(1, 3, 5, 5)]",
+                        sig="x")
+    depthwise = make_task(tmp_path, "depthwise", forward="return self.conv(x)",
+                          init="self.conv = nn.Conv2d(4, 8, 3, groups=4)", inputs="[torch.randn(1, 4, 6, 6)]", sig="x")
+    for task in (many, strided, depthwise):
+        assert "'OUTER'" not in emit(task, backend="triton")
+        ref, got = run_candidate(task, backend="triton", params={**BLOCKS, "OUTER": 1})  # a stale setting: ignored
+        assert_close(ref, got, **TOL)
+
+
 # DW_TILE on: one input channel per group, a 2-D tile of an output plane per program
 DEPTHWISE = [c for c in CASES if eval(c[1], {"nn": torch.nn}).in_channels // eval(c[1], {"nn": torch.nn}).groups == 1] + [
     ("conv1d_depthwise", "nn.Conv1d(4, 8, 5, stride=2, padding=3, dilation=2, groups=4)", "torch.randn(2, 4, 150)"),
