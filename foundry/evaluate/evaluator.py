@@ -357,7 +357,8 @@ class Evaluator:
             base = cfg.seed if cfg.seed is not None else secrets.randbits(48)
         sizes = self._setup.size_of(task)
         self._worker.ensure_preloaded(backend.preload)
-        return candidate_job(task, cand, backend, cfg, sizes=sizes, base=base, redraw=redraw)
+        return candidate_job(task, cand, backend, cfg, sizes=sizes, base=base, redraw=redraw,
+                             timing_sets=self._setup.timing_sets(task))
 
     def _differential_inputs(self, task: Task, phases: PhaseTimes | None = None) -> tuple[int, ...]:
         """The inputs of `task` its candidates' jobs redraw in a paired trial each: those

@@ -61,9 +61,11 @@ def init_seed_for(base: int) -> int:
     return (base * 31 + 17) % (2**62)
 
 
-def timing_spec(config: EvalConfig, trials: tuple, *, interpreter: bool = False) -> TimingSpec:
-    """Timing on the first TIMING_SETS trials at the task's own size. `interpreter`:
-    Triton's interpreter on the CPU (correct, but far too slow for the real protocol)."""
+def timing_spec(config: EvalConfig, trials: tuple, *, interpreter: bool = False,
+                sets: int = TIMING_SETS) -> TimingSpec:
+    """Timing on the first `sets` (at most TIMING_SETS) trials at the task's own size.
+    `interpreter`: Triton's interpreter on the CPU (correct, but far too slow for the real
+    protocol)."""
     params = {"warmup_ms": config.warmup_ms, "min_ms": config.timing_min_ms,
               "min_calls": config.timing_min_calls, "max_calls": config.timing_max_calls,
               "block_ms": config.timing_block_ms, "tf32": config.tf32}
@@ -71,7 +73,7 @@ def timing_spec(config: EvalConfig, trials: tuple, *, interpreter: bool = False)
         params.update(min_calls=min(5, config.timing_min_calls), min_ms=min(50.0, config.timing_min_ms),
                       warmup_ms=0.0)
     main = [i for i, t in enumerate(trials) if t.variant == 0 and not t.paired]
-    return TimingSpec(sets=tuple(main[:TIMING_SETS]), params=params)
+    return TimingSpec(sets=tuple(main[:max(1, min(int(sets), TIMING_SETS))]), params=params)
 
 
 def screen_timing(full: TimingSpec) -> TimingSpec:

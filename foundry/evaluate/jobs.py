@@ -34,21 +34,24 @@ def candidate_spec(cand: Candidate, backend: BackendSpec, config: EvalConfig) ->
                          record_ops=not config.allow_torch_ops)
 
 
-def backend_timing(config: EvalConfig, trials: tuple, backend: BackendSpec | None) -> TimingSpec:
-    """The timing spec of `trials` for `backend` (None: the reference's own baseline)."""
+def backend_timing(config: EvalConfig, trials: tuple, backend: BackendSpec | None, *,
+                   sets: int = TIMING_SETS) -> TimingSpec:
+    """The timing spec of `trials` for `backend` (None: the reference's own baseline), on
+    at most `sets` input sets."""
     interpreter = backend is not None and backend.name == "triton" and config.device == "cpu"
-    return timing_spec(config, trials, interpreter=interpreter)
+    return timing_spec(config, trials, interpreter=interpreter, sets=sets)
 
 
 def candidate_job(task: Task, cand: Candidate, backend: BackendSpec, config: EvalConfig, *,
-                  sizes: tuple[int, int], base: int, redraw: tuple = ()) -> Job:
+                  sizes: tuple[int, int], base: int, redraw: tuple = (), timing_sets: int = TIMING_SETS) -> Job:
     """`sizes`: (input bytes, output bytes) of one trial at the task's own size; `base`:
-    the trials' base seed; `redraw`: the task's differential inputs (one paired trial each)."""
+    the trials' base seed; `redraw`: the task's differential inputs (one paired trial each);
+    `timing_sets`: how many input sets the candidate is timed on, at most."""
     large = is_large(sizes, config)
     trials = trials_for(task, config, large=large, base=base, redraw=redraw)
     return Job(kind="candidate", device=config.device, threads=config.threads, task=task_spec(task),
                variants=variants_for(task, config, large=large), init_seed=init_seed_for(base),
-               trials=trials, timing=backend_timing(config, trials, backend),
+               trials=trials, timing=backend_timing(config, trials, backend, sets=timing_sets),
                candidate=candidate_spec(cand, backend, config))
 
 

@@ -17,7 +17,8 @@ from foundry.evaluate.device_memory import OOM_RETRY_WAIT_S, out_of_memory, rele
 from foundry.evaluate.job_plan import TIMING_SETS, is_large
 from foundry.evaluate.phases import PhaseTimes
 from foundry.evaluate.reference import ReferenceRunner
-from foundry.evaluate.task_size import TaskSize, TaskTooLarge, available_bytes, check_fits, meta_size, model_bytes
+from foundry.evaluate.task_size import (TaskSize, TaskTooLarge, available_bytes, check_fits, meta_size, model_bytes,
+                                        timing_sets_that_fit)
 from foundry.evaluate.trial_inputs import tensor_bytes
 from foundry.tasks.degeneracy import MIN_TRIALS
 from foundry.tasks.inputs import InputSpec
@@ -148,8 +149,24 @@ class TaskSetup:
         if key not in self._size:
             return 0
         size, full = self._size[key]
-        return size.evaluation_bytes(full_trials=full + self._paired.get(key, 0),
-                                     timing_sets=min(TIMING_SETS, full))
+        return size.evaluation_bytes(full_trials=full + self._paired.get(key, 0), timing_sets=self.timing_sets(task))
+
+    def timing_sets(self, task: Task) -> int:
+        """How many input sets `task`'s candidates are timed on (task_size.timing_sets_that_fit:
+        one where more would not fit the device memory the lanes share)."""
+        key = task.source_hash
+        if key not in self._size:
+            return TIMING_SETS
+        size, full = self._size[key]
+        return timing_sets_that_fit(size, full_trials=full + self._paired.get(key, 0),
+                                    capacity_bytes=self._capacity_bytes())
+
+    def _capacity_bytes(self) -> int:
+        """The device memory the judge's lanes share (the gate's, else the device's; 0 on
+        a CPU, whose workers have their own host-memory caps)."""
+        if self.config.device != "cuda":
+            return 0
+        return self.gate.capacity_bytes or available_bytes("cuda")
 
     def degeneracy_bytes(self, task: Task) -> int:
         """Estimated peak device bytes of `task`'s degeneracy check (0 when unknown or on
@@ -183,7 +200,7 @@ class TaskSetup:
         self._size[task.source_hash] = (size, full)
         try:
             check_fits(task, size, available_bytes=available_bytes(cfg.device), full_trials=full,
-                       timing_sets=min(TIMING_SETS, full),
+                       timing_sets=self.timing_sets(task),
                        where="GPU memory" if cfg.device == "cuda" else "host memory")
         except TaskTooLarge as e:
             self._too_large[task.source_hash] = str(e)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
+from foundry.evaluate.job_plan import TIMING_SETS
 from foundry.evaluate.trial_inputs import tensor_bytes
 from foundry.tasks.loader import build_module
 from foundry.types import Task
@@ -33,13 +34,15 @@ class TaskSize:
         (every trial's inputs, built before the candidate loads, the first trial's output
         and that trial's inputs made again from their seed to check the forward left them
         unchanged; or, once each trial's inputs are let go after its check, the timing
-        sets' inputs and timed outputs), or, once the worker has exited, the judge's
+        sets' inputs and their last outputs, with one output more being made beside them:
+        a set's last output is let go only once its next one exists, so that a forward
+        never gets its own last output's memory back), or, once the worker has exited, the judge's
         reference outputs of every trial, one trial's inputs and one output more for the
         forward's own intermediates; plus the outputs the judge has received (every
         trial's, the repeat's and the timed runs'). On a CPU the worker checks a digest
         instead of a second copy of the inputs, so there that copy is slack."""
         worker = max(self.input_bytes * (full_trials + 1) + self.output_bytes,
-                     (self.input_bytes + self.output_bytes) * timing_sets)
+                     (self.input_bytes + self.output_bytes) * timing_sets + self.output_bytes)
         references = self.input_bytes + self.output_bytes * (full_trials + 1)
         received = self.output_bytes * (full_trials + 1 + timing_sets)
         return max(worker, references) + received + 2 * self.param_bytes  # the candidate's model and the reference's
@@ -60,6 +63,18 @@ class TaskSize:
         first = self.input_bytes + (int(trials) + 1) * self.output_bytes
         swaps = 2 * self.input_bytes + 2 * self.output_bytes
         return self.param_bytes + max(first, swaps) + self.output_bytes
+
+
+def timing_sets_that_fit(size: TaskSize, *, full_trials: int, capacity_bytes: int) -> int:
+    """How many input sets an evaluation times: TIMING_SETS, at most one per full-size
+    trial, or one where the evaluation would not fit `capacity_bytes` (the device memory
+    the judge's lanes share; 0: no limit) with more. One set loses nothing at these sizes:
+    a set of GBs leaves nothing in the L2 cache between calls, and its inputs change
+    between timed calls anyway (the harness's x/2, x/4, ...)."""
+    sets = max(1, min(TIMING_SETS, int(full_trials)))
+    if capacity_bytes and size.evaluation_bytes(full_trials=full_trials, timing_sets=sets) > capacity_bytes:
+        return 1
+    return sets
 
 
 def model_bytes(model) -> int:
