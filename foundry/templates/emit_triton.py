@@ -34,6 +34,9 @@ def _load(phase: Phase, k: int, tag: str, ctx: str, mask: str, other: str = "0")
         idx = {"full": f"r * {K} + j", "col": "j", "row": f"r % {M}", "rowcol": f"(r % {M}) * {K} + j"}[lay]
         if lay == "row":
             return f"tl.load({p} + {idx}){cast}"
+    elif ctx == "plane":  # the phase's rows are the (sample, channel) planes, `nc` the element's
+        idx = {"full": fv, "col": f"({fv} - nc * {K})", "row": f"nc % {M}",
+               "rowcol": f"(nc % {M}) * {K} + ({fv} - nc * {K})"}[lay]
     else:
         idx = {"full": fv, "col": f"{fv} % {K}", "row": f"({fv} // {K}) % {M}",
                "rowcol": f"(({fv} // {K}) % {M}) * {K} + {fv} % {K}"}[lay]
@@ -86,12 +89,14 @@ def _kernel(name: str, region: Region, body: list, extra: tuple = (), do_not_spe
     return f"{jit}\ndef {name}({params}):\n{text}\n"
 
 
-def _store(region: Region, g: str, value: str, mask: str) -> list:
+def _store(region: Region, g: str, value: str, mask: str, ctx: str = "f") -> list:
+    """Lines storing `value` (the post phase applied, its operands read in context `ctx`)
+    at flat output indices `g` under `mask`."""
     if region.post is None:
         res = value
         lines = []
     else:
-        lines, res = phase_code(region.post, "q", "f", mask, row_expr="rv")
+        lines, res = phase_code(region.post, "q", ctx, mask, row_expr="rv")
         lines = [f"rv = {value}", f"g = {g}"] + lines
         g = "g"
     m = f", mask={mask}" if mask else ""
@@ -375,11 +380,21 @@ def _scan(region: Region):
     return src, launch
 
 
+def _plane_context(phase) -> str:
+    """How a pooling kernel's phase reads its operands: "plane" where the phase's rows are
+    exactly its (sample, channel) planes (a per-channel operand, as a BatchNorm's, is then
+    read at the tile row's `nc`, with no 64-bit division per element and tap: on an H100 a
+    transition layer's BatchNorm + ReLU + 2 x 2 pooling, its four per-channel operands read
+    at (f // K) % M, ran at about a fifth of the card's bandwidth), else "f"."""
+    return "plane" if phase is not None and phase.split == 2 else "f"
+
+
 def _pool_tap(region: Region, identity: str) -> tuple[list, str]:
     """(lines, value): the pre chain at input element row_at + iw under mask ok. A masked
     load reads the identity (-inf, 0) where the window leaves the input; a pre chain may map
     it to another value, so its result is masked again."""
-    pre, v = _pre(region, "row_at + iw", "ok", other=identity)
+    lines, v = phase_code(region.pre, "p", _plane_context(region.pre), "ok", other=identity)
+    pre = ["f = row_at + iw", *lines]
     return pre, (f"tl.where(ok, {v}, {identity})" if region.pre.body else v)
 
 
@@ -450,7 +465,7 @@ def _pool(region: Region):
             "cnt = tl.zeros([ROWS, BLOCK_W], dtype=tl.float32)",
             *_pool_window(window, cols)]
     value = "acc" if is_max else (f"acc / {float(kd * kh * kw)!r}" if window.count_include_pad else "acc / cnt")
-    body += _store(region, "o", value, "m")
+    body += _store(region, "o", value, "m", _plane_context(region.post))
     launch = ["B = int(self.params['BLOCK'])", "BW = min(B, triton.next_power_of_2(max(OW, 1)))",
               _call(name, region, "triton.cdiv(outer * OD * OH, B // BW) * triton.cdiv(OW, BW)",
                     f"{f'-{pw}, ' if mixed else ''}ROWS=B // BW, BLOCK_W=BW")]
@@ -506,7 +521,7 @@ def _pool_chunked(region: Region):
             *_pool_window(window, cols)]
     scale = "" if is_max else f" / {float(kd * kh * kw)!r}"
     body.append(f"res = tl.reshape(tl.join(tl.join(acc0, acc2), tl.join(acc1, acc3)), [ROWS, BLOCK_Q, {W_CHUNK}]){scale}")
-    body += _store(region, "o", "res", "m")
+    body += _store(region, "o", "res", "m", _plane_context(region.post))
     launch = ["B = int(self.params['BLOCK'])",
               f"BQ = min(max(B // {W_CHUNK}, 1), triton.next_power_of_2(max(triton.cdiv(OW, {W_CHUNK}), 1)))",
               f"R = max(1, B // {W_CHUNK} // BQ)",
