@@ -384,8 +384,9 @@ def _plane_context(phase) -> str:
     """How a pooling kernel's phase reads its operands: "plane" where the phase's rows are
     exactly its (sample, channel) planes (a per-channel operand, as a BatchNorm's, is then
     read at the tile row's `nc`, with no 64-bit division per element and tap: on an H100 a
-    transition layer's BatchNorm + ReLU + 2 x 2 pooling, its four per-channel operands read
-    at (f // K) % M, ran at about a fifth of the card's bandwidth), else "f"."""
+    deployed transition layer, its BatchNorm's four operands read at (f // K) % M in its
+    pooling kernel, took about three times what its bytes need, most likely for those
+    divisions), else "f"."""
     return "plane" if phase is not None and phase.split == 2 else "f"
 
 
