@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
@@ -38,18 +39,38 @@ class TaskSummary:
 
 
 FAILURE_LINES = 3  # distinct failure lines a summary keeps
+FAILURE_LINE_CHARS = 240  # a failure line's length at most
 
 
 def failure_lines(records: Iterable[EvaluationRecord], *, keep: int = FAILURE_LINES) -> tuple[str, ...]:
     """The first lines of the failed records' errors (the stage reached where there is no
-    error text), distinct, the most frequent first (ties: the earliest first), at most
-    `keep`."""
+    error text; a device out-of-memory condensed, `out_of_memory_line`), distinct, the most
+    frequent first (ties: the earliest first), at most `keep`."""
     counts: dict[str, int] = {}
     for r in records:
         if not r.result.correct:
-            line = (r.result.error.strip().splitlines() or [f"stopped at stage {r.result.stage}"])[0][:240]
+            first = (r.result.error.strip().splitlines() or [f"stopped at stage {r.result.stage}"])[0]
+            line = (out_of_memory_line(first) or first)[:FAILURE_LINE_CHARS]
             counts[line] = counts.get(line, 0) + 1
     return tuple(sorted(counts, key=lambda line: -counts[line])[:keep])
+
+
+_OUT_OF_MEMORY = re.compile(r"CUDA out of memory\. Tried to allocate (?P<asked>[\d.]+ \w+)\. GPU \d+ has a total "
+                            r"capacity of (?P<total>[\d.]+ \w+) of which (?P<free>[\d.]+ \w+) is free")
+_HOLDER = re.compile(r"(?P<who>this process|Process (?P<pid>\d+)) has (?P<held>[\d.]+ \w+) memory in use")
+
+
+def out_of_memory_line(line: str) -> str:
+    """torch's CUDA out-of-memory message in `line` condensed to what was asked, what was
+    free and what each process on the device held (the message lists the processes past
+    where a failure line is cut), with what came before the message; "" for another line."""
+    found = _OUT_OF_MEMORY.search(line)
+    if found is None:
+        return ""
+    held = ", ".join(f"{'this process' if h['pid'] is None else 'process ' + h['pid']} {h['held']}"
+                     for h in _HOLDER.finditer(line))
+    return (f"{line[:found.start()]}CUDA out of memory: {found['asked']} asked, {found['free']} of {found['total']} "
+            f"free" + (f"; held: {held}" if held else ""))
 
 
 def last_line(text: str, *, limit: int = 240) -> str:

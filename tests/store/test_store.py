@@ -242,6 +242,23 @@ def test_a_task_without_a_correct_kernel_says_why_its_evaluations_failed(tmp_pat
     assert report.count("why its evaluations failed") == 1
 
 
+def test_a_device_out_of_memory_failure_line_says_who_held_the_device():
+    """torch's message lists each process's share past where a failure line is cut (the
+    report and the sample script showed "... Process 8812 has 4"): the line keeps what was
+    asked, what was free and every holder."""
+    from foundry.store.summary import FAILURE_LINE_CHARS, out_of_memory_line
+    message = ("evaluator error: OutOfMemoryError: CUDA out of memory. Tried to allocate 8.00 GiB. GPU 0 has a "
+               "total capacity of 79.18 GiB of which 5.09 GiB is free. Including non-PyTorch memory, this process "
+               "has 31.22 GiB memory in use. Process 8812 has 42.87 GiB memory in use. Of the allocated memory "
+               "30.50 GiB is allocated by PyTorch, and 212.00 MiB is reserved by PyTorch but unallocated.")
+    line = out_of_memory_line(message)
+    assert line == ("evaluator error: OutOfMemoryError: CUDA out of memory: 8.00 GiB asked, 5.09 GiB of 79.18 GiB "
+                    "free; held: this process 31.22 GiB, process 8812 42.87 GiB")
+    assert len(line) <= FAILURE_LINE_CHARS < len(message)
+    assert out_of_memory_line("[wrong_values] output: max abs error 3") == ""
+    assert out_of_memory_line("evaluator error: OutOfMemoryError: CUDA out of memory") == ""  # nothing to condense
+
+
 def test_a_task_whose_baselines_failed_says_why(tmp_path):
     import dataclasses
 
