@@ -55,6 +55,28 @@ STORE = """    if HAS_BIAS:
     tl.store(po, acc.to(out.dtype.element_ty), mask=m_in[:, None] & n_in[None, :])
 """
 
+# Triton source: the loops over the kernel taps of `_conv_taps` and `_conv_outer`, and in
+# them the tap's input position per output row (`px`, zero where `inside` is false) and its
+# weights' row for the group's first input channel (`pw`, output channels contiguous, in
+# the [groups, taps, CIN_G, COUT_G] layout); a stride-1 transposed convolution is a
+# standard one reading position o + P - k * D
+TAPS_OUTERMOST = """    KVOL = KD * KH * KW
+    for kd in range(KD):
+        for kh in range(KH):
+            for kw in range(KW):
+                if TRANSPOSED:
+                    xd = od + PD - kd * DD
+                    xh = oh + PH - kh * DH
+                    xw = ow + PW - kw * DW
+                else:
+                    xd = od * SD - PD + kd * DD
+                    xh = oh * SH - PH + kh * DH
+                    xw = ow * SW - PW + kw * DW
+                inside = m_in & (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
+                px = x_rows + (xd * H + xh) * W + xw
+                pw = wt + ((g * KVOL + (kd * KH + kh) * KW + kw) * CIN_G).to(tl.int64) * COUT_G + rn
+"""
+
 # Triton source: the implicit-GEMM kernels' last parameters (kernel size, stride, padding
 # and dilation per spatial dim, the bias switch, the tile and the float32 product)
 GEOMETRY_AND_TILES = """          KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, SD: tl.constexpr, SH: tl.constexpr,
@@ -91,27 +113,12 @@ def _conv_taps(x, wt, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COU
     # tile is each row's address plus a channel stride, under a mask made once per tap.
     # A stride-1 transposed convolution is a standard one reading position o + P - k * D.
     # `wt`: the weight laid out [groups, taps, CIN_G, COUT_G] (output channels contiguous).
-{_rows("od oh ow", "OD OH OW")}    KVOL = KD * KH * KW
-    for kd in range(KD):
-        for kh in range(KH):
-            for kw in range(KW):
-                if TRANSPOSED:
-                    xd = od + PD - kd * DD
-                    xh = oh + PH - kh * DH
-                    xw = ow + PW - kw * DW
-                else:
-                    xd = od * SD - PD + kd * DD
-                    xh = oh * SH - PH + kh * DH
-                    xw = ow * SW - PW + kw * DW
-                inside = m_in & (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
-                px = x_rows + (xd * H + xh) * W + xw
-                pw = wt + ((g * KVOL + (kd * KH + kh) * KW + kw) * CIN_G).to(tl.int64) * COUT_G + rn[None, :]
-                for c0 in range(0, CIN_G, BLOCK_K):
+{_rows("od oh ow", "OD OH OW")}{TAPS_OUTERMOST}                for c0 in range(0, CIN_G, BLOCK_K):
                     ci = c0 + rk
                     k_in = ci < CIN_G
                     a = tl.load(px[:, None] + ci[None, :].to(tl.int64) * DHW, mask=inside[:, None] & k_in[None, :],
                                 other=0.0)
-                    b = tl.load(pw + ci[:, None] * COUT_G, mask=k_in[:, None] & n_in[None, :], other=0.0)
+                    b = tl.load(pw[None, :] + ci[:, None] * COUT_G, mask=k_in[:, None] & n_in[None, :], other=0.0)
                     acc += tl.dot(a, b@PRECISION@)
     ODHW = OD * OH * OW
     sp = rm - n * ODHW
@@ -125,24 +132,8 @@ def _conv_outer(x, wt, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, CO
     # the output channels' weights, an outer product of float32 multiply-adds. As a product
     # (`_conv`) the K side would be a handful of channels x taps, each element's gather
     # costing more index arithmetic than its products. `wt`: the weight laid out [groups,
-    # taps, CIN_G, COUT_G], as `_conv_taps` reads it; a stride-1 transposed convolution
-    # reads position o + P - k * D, as there.
-{_rows("od oh ow", "OD OH OW")}    KVOL = KD * KH * KW
-    for kd in range(KD):
-        for kh in range(KH):
-            for kw in range(KW):
-                if TRANSPOSED:
-                    xd = od + PD - kd * DD
-                    xh = oh + PH - kh * DH
-                    xw = ow + PW - kw * DW
-                else:
-                    xd = od * SD - PD + kd * DD
-                    xh = oh * SH - PH + kh * DH
-                    xw = ow * SW - PW + kw * DW
-                inside = m_in & (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
-                px = x_rows + (xd * H + xh) * W + xw
-                pw = wt + ((g * KVOL + (kd * KH + kh) * KW + kw) * CIN_G).to(tl.int64) * COUT_G + rn
-                for ci in range(CIN_G):
+    # taps, CIN_G, COUT_G], as `_conv_taps` reads it.
+{_rows("od oh ow", "OD OH OW")}{TAPS_OUTERMOST}                for ci in range(CIN_G):
                     a = tl.load(px, mask=inside, other=0.0).to(tl.float32)
                     b = tl.load(pw, mask=n_in, other=0.0).to(tl.float32)
                     acc += a[:, None] * b[None, :]
