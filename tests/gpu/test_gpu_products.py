@@ -28,13 +28,14 @@ def test_gemm_case_on_the_gpu(tmp_path, name, forward, inputs, split_k, f32_dot,
     assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)
 
 
+@pytest.mark.parametrize("outer", [1, 0])  # a few input channels per group: outer products, or the GEMM
 @pytest.mark.parametrize("all_phases", [1, 0])
 @pytest.mark.parametrize("f32_dot", F32_DOT)
 @pytest.mark.parametrize("name,module,x", CONV_CASES, ids=[c[0] for c in CONV_CASES])
-def test_conv_case_on_the_gpu(tmp_path, name, module, x, f32_dot, all_phases):
+def test_conv_case_on_the_gpu(tmp_path, name, module, x, f32_dot, all_phases, outer):
     task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                      inputs=f"[{x}]", sig="x")
-    params = {**CONV_BLOCKS, "F32_DOT": f32_dot, "ALL_PHASES": all_phases}
+    params = {**CONV_BLOCKS, "F32_DOT": f32_dot, "ALL_PHASES": all_phases, "OUTER": outer}
     ref, got = run_candidate(task, backend="triton", params=params, device="cuda")
     assert got.is_cuda
     assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)

@@ -75,7 +75,9 @@ def test_conv_cases_compile_for_hopper(tmp_path):
     for name, module, x in CONV_CASES:
         task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                          inputs=f"[{x}]", sig="x")
-        builds += [{"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": dot, "ALL_PHASES": all_phases}}
+        # OUTER off: the implicit-GEMM kernels with each float32 product (OUTER's own kernel: below)
+        builds += [{"path": str(task.path),
+                    "params": {**CONV_BLOCKS, "F32_DOT": dot, "ALL_PHASES": all_phases, "OUTER": 0}}
                    for dot in F32_DOT for all_phases in (0, 1)]
     rows = compile_for_hopper(builds)
     assert not failures(rows), failures(rows)
@@ -94,20 +96,26 @@ def test_conv_cases_compile_for_hopper(tmp_path):
 
 def test_the_taps_and_tiled_depthwise_kernels_compile_for_hopper(tmp_path):
     # TAPS on, at the tiles a KernelBench convolution gets by default (conv_tunable) and at
-    # the small ones, standard and stride-1 transposed, 1-D to 3-D; DW_TILE on, depthwise
-    # 1-D to 3-D, standard and strided transposed
+    # the small ones, standard and stride-1 transposed, 1-D to 3-D; OUTER on (a few input
+    # channels per group) likewise; DW_TILE on, depthwise 1-D to 3-D, standard and strided
+    # transposed
     from foundry.templates.conv_triton import conv_tunable
     cases = [("taps_conv2d", "nn.Conv2d(64, 128, 3)", "torch.randn(1, 64, 20, 24)"),
              ("taps_conv1d", "nn.Conv1d(64, 128, 3, stride=3, dilation=4)", "torch.randn(1, 64, 300)"),
              ("taps_transposed2d", "nn.ConvTranspose2d(64, 128, (3, 5))", "torch.randn(1, 64, 12, 20)"),
              ("taps_transposed3d", "nn.ConvTranspose3d(48, 24, 3)", "torch.randn(1, 48, 6, 6, 6)")]
+    outer = [("outer_conv3d", "nn.Conv3d(3, 64, 3)", "torch.randn(1, 3, 10, 12, 9)"),
+             ("outer_conv2d_strided", "nn.Conv2d(3, 96, 11, stride=4, padding=2)", "torch.randn(1, 3, 60, 50)"),
+             ("outer_grouped_transposed1d", "nn.ConvTranspose1d(8, 6, 5, padding=2, groups=2)",
+              "torch.randn(1, 8, 40)")]
     builds = []
-    for name, module, x in cases:
+    for name, module, x in cases + outer:
         task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                          inputs=f"[{x}]", sig="x")
+        switch = "OUTER" if name.startswith("outer") else "TAPS"
         defaults = {k: v[0] for k, v in conv_tunable(describe_task(task).convs).items()}
-        builds += [{"path": str(task.path), "params": {**defaults, "TAPS": 1}},
-                   {"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": "ieee", "TAPS": 1}}]
+        builds += [{"path": str(task.path), "params": {**defaults, switch: 1}},
+                   {"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": "ieee", switch: 1}}]
     depthwise = [("tiles_depthwise2d", "nn.Conv2d(64, 64, 3, groups=64)", "torch.randn(1, 64, 40, 50)"),
                  ("tiles_depthwise1d", "nn.Conv1d(8, 16, 3, stride=2, groups=8)", "torch.randn(1, 8, 300)"),
                  ("tiles_transposed3d", "nn.ConvTranspose3d(4, 4, 3, stride=2, groups=4)", "torch.randn(1, 4, 5, 6, 7)")]
@@ -117,7 +125,9 @@ def test_the_taps_and_tiled_depthwise_kernels_compile_for_hopper(tmp_path):
         builds.append({"path": str(task.path), "params": {"DW_TILE": 1}})
     rows = compile_for_hopper(builds)
     assert not failures(rows), failures(rows)
-    assert all({name for name, _ in r["kernels"]} == {"_conv_taps"} for r in rows[:-3]), rows
+    taps, outer_rows = 2 * len(cases), 2 * len(outer)
+    assert all({name for name, _ in r["kernels"]} == {"_conv_taps"} for r in rows[:taps]), rows
+    assert all({name for name, _ in r["kernels"]} == {"_conv_outer"} for r in rows[taps:taps + outer_rows]), rows
     assert all({name for name, _ in r["kernels"]} == {"_conv_depthwise_tiles"} for r in rows[-3:]), rows[-3:]
 
 
@@ -199,6 +209,6 @@ def test_kernelbench_level2_convolutions_with_conv_kernels_compile_for_hopper():
     assert len(paths) >= 10, paths
     rows = compile_for_hopper([{"path": p, "profile": "full", "variant": "conv"} for p in paths])
     assert not failures(rows), failures(rows)
-    assert all({"_conv", "_conv_taps", "_conv_transposed", "_conv_transposed_rows", "_conv_depthwise"}
+    assert all({"_conv", "_conv_taps", "_conv_outer", "_conv_transposed", "_conv_transposed_rows", "_conv_depthwise"}
                & {name for name, _ in r["kernels"]}
                for r in rows), rows
