@@ -24,11 +24,12 @@ standard (or stride-1 transposed) convolution with TAPS_MIN_CHANNELS or more inp
 channels per group runs `_conv_taps`: the kernel taps outermost, and for each tap the
 group's input channels in BLOCK_K steps, so the input tile of a step is each output row's
 one shifted position plus a channel stride (no per-element tap arithmetic), and the
-weight is read from a [groups, taps, channels, output channels] copy. With OUTER on, one
-with 2 to TAPS_MIN_CHANNELS - 1 input channels per group (a first layer's 3) runs
-`_conv_outer`: the taps outermost as in `_conv_taps`, and per tap and input channel the
-rows' input values times the output channels' weights as an outer product of float32
-multiply-adds, no product unit. Offsets that can pass 2^31 elements are int64."""
+weight is read from a [groups, taps, channels, output channels] copy. With OUTER on
+(first where a convolution has at most OUTER_FIRST_CHANNELS input channels per group),
+one with 2 to TAPS_MIN_CHANNELS - 1 of them (a first layer's 3) runs `_conv_outer`: the
+taps outermost as in `_conv_taps`, and per tap and input channel the rows' input values
+times the output channels' weights as an outer product of float32 multiply-adds, no
+product unit. Offsets that can pass 2^31 elements are int64."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ TUNABLE_CONV = {"BLOCK_M": [256, 128, 64, 32], "BLOCK_N": [128, 64, 32, 16], "BL
 # group, standard or transposed with stride 1): the kernel taps outermost, each tap's
 # input channels in BLOCK_K steps (`_conv_taps`), instead of one sum over channels x taps
 TAPS_MIN_CHANNELS = 16
+
+# OUTER (a TUNABLE where some convolution has 2 to TAPS_MIN_CHANNELS - 1 input channels per
+# group): on first where each has at most this many
+OUTER_FIRST_CHANNELS = 4
 
 
 def conv_tunable(convs: tuple) -> dict:
@@ -82,12 +87,16 @@ def conv_tunable(convs: tuple) -> dict:
             # transposed convolutions within 1%; the 1-D and 2-D ones are faster at 256)
             tun.update(BLOCK_M=default_first(128, tun["BLOCK_M"]))
     tun.update(dot_precision_tunable(chain_dtype(convs)))
-    if any(outer_applies(c) for c in convs):
-        # on first: a first layer's few channels times its taps make a product's K side of a
-        # few dozen, each element gathered with more index arithmetic than it has products
-        # (on an H100, judged, level1/54 and 59, 3-D convolutions of 3 channels, ran at
-        # 0.49x and 0.66x of cuDNN that way, at 0.20-0.22 of their floor)
-        tun["OUTER"] = [1, 0]
+    outer = [c for c in convs if outer_applies(c)]
+    if outer:
+        # on first where every convolution it changes has at most OUTER_FIRST_CHANNELS input
+        # channels per group (a first layer's RGB): its few channels times its taps make a
+        # product's K side of a few dozen, each element gathered with more index arithmetic
+        # than it has products (on an H100, judged, level1/54 and 59, 3-D convolutions of 3
+        # channels, ran at 0.49x and 0.66x of cuDNN that way, at 0.20-0.22 of their floor);
+        # off first above that, where the products' tensor cores may win (not yet timed)
+        few = all(c.in_channels // c.groups <= OUTER_FIRST_CHANNELS for c in outer)
+        tun["OUTER"] = [1, 0] if few else [0, 1]
     taps = [c for c in convs if taps_apply(c)]
     if taps:
         # on first where every convolution it changes is transposed (an H100, in-process, the

@@ -197,7 +197,10 @@ def test_outer_products_match_torch(tmp_path, name, module, x):
 def test_outer_is_offered_first_and_only_where_it_changes_the_kernel(tmp_path):
     few = make_task(tmp_path, "few_channels", forward="return self.conv(x)", init="self.conv = nn.Conv2d(3, 8, 3)",
                     inputs="[torch.randn(1, 3, 6, 6)]", sig="x")
-    assert "'OUTER': [1, 0]" in emit(few, backend="triton")
+    assert "'OUTER': [1, 0]" in emit(few, backend="triton")  # an RGB first layer: on first
+    eight = make_task(tmp_path, "eight_channels", forward="return self.conv(x)", init="self.conv = nn.Conv2d(8, 8, 3)",
+                      inputs="[torch.randn(1, 8, 6, 6)]", sig="x")
+    assert "'OUTER': [0, 1]" in emit(eight, backend="triton")  # offered, off first
     many = make_task(tmp_path, "many_channels", forward="return self.conv(x)", init="self.conv = nn.Conv2d(16, 8, 3)",
                      inputs="[torch.randn(1, 16, 6, 6)]", sig="x")
     strided = make_task(tmp_path, "strided_transposed", forward="return self.conv(x)",
