@@ -31,7 +31,9 @@ _IDENTITY_ON_ONE = ("sum", "mean", "max", "min", "logsumexp", "prod")
 
 
 def trace(model: nn.Module, inputs) -> fx.GraphModule:
-    """Symbolically trace `model` and annotate every node with its shape and dtype."""
+    """Symbolically trace `model`, rewrite the graph (decompose: composite ops as the ops
+    the templates know; pool_first: an average pooling moved before the pointwise
+    convolution it follows) and annotate every node with its shape and dtype."""
     try:
         gm = fx.symbolic_trace(model)
     except Exception as e:  # noqa: BLE001 - any tracing failure means "not covered"
