@@ -4,8 +4,9 @@ Families: pointwise (flat 1-D grid of BLOCK-sized tiles), row reductions (one pr
 per row with BLOCK-wide accumulators when rows are contiguous, and few long rows split
 over programs whose partials a second kernel combines; one program per BLOCK columns,
 walking the reduced dim, when rows are not contiguous, so loads stay coalesced), softmax
-and norms (split-row: a stats kernel per (row, chunk) and an apply kernel that merges
-the chunk statistics, so few long rows still fill the GPU), scans (chunked tl.cumsum
+and norms (split-row: a stats kernel per (row, chunk), its statistics taken in one pass
+by Welford's update per lane, and an apply kernel that merges the chunk statistics, so
+few long rows still fill the GPU), scans (chunked tl.cumsum
 with a carry), 1-3-D pooling (a tile of output rows x columns per program, the window
 unrolled), cross
 entropy (one program per row; a reduced loss sums the rows' losses in a second kernel).
@@ -316,12 +317,15 @@ def _norm(region: Region):
         sbody += ["tl.store(part + pid * 3, n)", "tl.store(part + pid * 3 + 1, 0.0)",
                   "tl.store(part + pid * 3 + 2, tl.sum(acc, axis=0))"]
     else:
-        sbody += _loop("l0", "start", "stop", "BLOCK", head + pre + [f"acc += tl.where(msk, {v}, 0.0)"])
-        sbody += ["mc = tl.sum(acc, axis=0) / tl.maximum(n, 1.0)", "acc = tl.zeros([BLOCK], tl.float32)"]
-        sbody += _loop("l0", "start", "stop", "BLOCK", head + pre + [f"d = tl.where(msk, {v} - mc, 0.0)",
-                                                                     "acc += d * d"])
-        sbody += ["tl.store(part + pid * 3, n)", "tl.store(part + pid * 3 + 1, mc)",
-                  "tl.store(part + pid * 3 + 2, tl.sum(acc, axis=0))"]
+        # one pass: each lane keeps its elements' count, mean and sum of squared deviations
+        # (Welford's update), merged across the lanes as the apply kernel merges the chunks
+        sbody += ["cnt = tl.zeros([BLOCK], tl.float32)", "mean = tl.zeros([BLOCK], tl.float32)"]
+        sbody += _loop("l0", "start", "stop", "BLOCK", head + pre + [
+            "cnt += msk.to(tl.float32)", f"d = tl.where(msk, {v} - mean, 0.0)",
+            "mean += d / tl.maximum(cnt, 1.0)", f"acc += d * tl.where(msk, {v} - mean, 0.0)"])
+        sbody += ["mc = tl.sum(cnt * mean, axis=0) / tl.maximum(n, 1.0)", "dm = mean - mc",
+                  "tl.store(part + pid * 3, n)", "tl.store(part + pid * 3 + 1, mc)",
+                  "tl.store(part + pid * 3 + 2, tl.sum(acc, axis=0) + tl.sum(cnt * dm * dm, axis=0))"]
     abody = ["pid = tl.program_id(0)", *_CHUNK, "k = tl.arange(0, SPLIT_P2)", "km = k < SPLIT",
              "pn = tl.load(part + (o * SPLIT + k) * 3, mask=km, other=0.0)",
              "pmean = tl.load(part + (o * SPLIT + k) * 3 + 1, mask=km, other=0.0)",
