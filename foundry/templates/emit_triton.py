@@ -318,11 +318,12 @@ def _norm(region: Region):
                   "tl.store(part + pid * 3 + 2, tl.sum(acc, axis=0))"]
     else:
         # one pass: each lane keeps its elements' count, mean and sum of squared deviations
-        # (Welford's update), merged across the lanes as the apply kernel merges the chunks
+        # (Welford's update; the mean's division the fast one, its rounding error far below
+        # the tolerance), merged across the lanes as the apply kernel merges the chunks
         sbody += ["cnt = tl.zeros([BLOCK], tl.float32)", "mean = tl.zeros([BLOCK], tl.float32)"]
         sbody += _loop("l0", "start", "stop", "BLOCK", head + pre + [
             "cnt += msk.to(tl.float32)", f"d = tl.where(msk, {v} - mean, 0.0)",
-            "mean += d / tl.maximum(cnt, 1.0)", f"acc += d * tl.where(msk, {v} - mean, 0.0)"])
+            "mean += tl.fdiv(d, tl.maximum(cnt, 1.0))", f"acc += d * tl.where(msk, {v} - mean, 0.0)"])
         sbody += ["mc = tl.sum(cnt * mean, axis=0) / tl.maximum(n, 1.0)", "dm = mean - mc",
                   "tl.store(part + pid * 3, n)", "tl.store(part + pid * 3 + 1, mc)",
                   "tl.store(part + pid * 3 + 2, tl.sum(acc, axis=0) + tl.sum(cnt * dm * dm, axis=0))"]
