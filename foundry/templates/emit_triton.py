@@ -106,7 +106,7 @@ def _store(region: Region, g: str, value: str, mask: str, ctx: str = "f") -> lis
 
 def _pre(region: Region, f: str, mask: str, ctx: str = "f", other: str = "0") -> tuple[list, str]:
     lines, v = phase_code(region.pre, "p", ctx, mask, other=other)
-    head = [f"f = {f}"] if ctx == "f" else []
+    head = [f"f = {f}"] if ctx in ("f", "plane") else []
     return head + lines, v
 
 
@@ -399,8 +399,7 @@ def _pool_tap(region: Region, identity: str) -> tuple[list, str]:
     """(lines, value): the pre chain at input element row_at + iw under mask ok. A masked
     load reads the identity (-inf, 0) where the window leaves the input; a pre chain may map
     it to another value, so its result is masked again."""
-    lines, v = phase_code(region.pre, "p", _plane_context(region.pre), "ok", other=identity)
-    pre = ["f = row_at + iw", *lines]
+    pre, v = _pre(region, "row_at + iw", "ok", ctx=_plane_context(region.pre), other=identity)
     return pre, (f"tl.where(ok, {v}, {identity})" if region.pre.body else v)
 
 
