@@ -80,7 +80,7 @@ def test_the_pooling_moves_before_a_pointwise_convolution_and_the_result_stays(n
     model = make().eval()
     x = torch.randn(*shape)
     with torch.no_grad():
-        for p in model.parameters():  # a BatchNorm's statistics away from the identity too
+        for p in model.parameters():  # weights, biases and a BatchNorm's affine off their initial values
             p.add_(0.1 * torch.randn_like(p))
         want = model(x)
         gm, changed = _rewritten(model, x)
