@@ -29,7 +29,7 @@ TILES = [(128, 128, 32, 8, 3), (128, 128, 32, 4, 3), (128, 64, 32, 4, 4), (64, 1
          (256, 128, 32, 8, 3), (128, 128, 64, 8, 2)]
 IEEE_TILES = [(64, 64, 32, 4, 3)]
 # the convolution template's kernel switches (0 or 1 first in their TUNABLE)
-CONV_SWITCHES = ("TAPS", "DW_TILE")
+CONV_SWITCHES = ("TAPS", "CHANNELS_LAST", "OUTER", "DW_TILE")
 
 
 def configs(family: str, *, taps: bool = False, tiles: int = len(TILES)):
@@ -66,7 +66,7 @@ def main() -> int:
     ap.add_argument("--out", default="")
     ap.add_argument("--tiles", type=int, default=len(TILES), help="time only the first N of TILES")
     ap.add_argument("--switches", action="store_true",
-                    help="only convolutions with a kernel switch (TAPS, DW_TILE): each at its default "
+                    help="only convolutions with a kernel switch (CONV_SWITCHES): each at its default "
                          "parameters, then with each switch flipped")
     a = ap.parse_args()
     import torch

@@ -1,6 +1,7 @@
 """The Triton kernels of the convolution template (conv_triton.py launches them): the
 implicit-GEMM `_conv` (the sum over channels x taps in BLOCK_K steps, each input element
-gathered), `_conv_taps` (the kernel taps outermost, each tap's channels in BLOCK_K steps),
+gathered), `_conv_taps` (the kernel taps outermost, each tap's channels in BLOCK_K steps; with CL
+on channels-last operands),
 `_conv_outer` (few input channels per group: the sum as outer products of the rows' input
 values and the output channels' weights, a multiply-add each, per channel and tap),
 `_conv_transposed` (every output phase of a transposed convolution in one launch),
@@ -56,10 +57,11 @@ STORE = """    if HAS_BIAS:
 """
 
 # Triton source: the loops over the kernel taps of `_conv_taps` and `_conv_outer`, and in
-# them the tap's input position per output row (`px`, zero where `inside` is false) and its
-# weights' row for the group's first input channel (`pw`, output channels contiguous, in
-# the [groups, taps, CIN_G, COUT_G] layout); a stride-1 transposed convolution is a
-# standard one reading position o + P - k * D
+# them the tap's input position per output row (`px`, zero where `inside` is false; input
+# positions X_PS elements apart) and its weights' row for the group's first input channel
+# (`pw`, output channels W_NS elements apart, in a [groups, taps, ...] layout whose tap
+# blocks hold CIN_G x COUT_G weights); a stride-1 transposed convolution is a standard one
+# reading position o + P - k * D
 TAPS_OUTERMOST = """    KVOL = KD * KH * KW
     for kd in range(KD):
         for kh in range(KH):
@@ -73,8 +75,8 @@ TAPS_OUTERMOST = """    KVOL = KD * KH * KW
                     xh = oh * SH - PH + kh * DH
                     xw = ow * SW - PW + kw * DW
                 inside = m_in & (xd >= 0) & (xd < D) & (xh >= 0) & (xh < H) & (xw >= 0) & (xw < W)
-                px = x_rows + (xd * H + xh) * W + xw
-                pw = wt + ((g * KVOL + (kd * KH + kh) * KW + kw) * CIN_G).to(tl.int64) * COUT_G + rn
+                px = x_rows + ((xd * H + xh) * W + xw).to(tl.int64) * X_PS
+                pw = wt + ((g * KVOL + (kd * KH + kh) * KW + kw) * CIN_G).to(tl.int64) * COUT_G + rn * W_NS
 """
 
 # Triton source: the implicit-GEMM kernels' last parameters (kernel size, stride, padding
@@ -107,18 +109,31 @@ def _conv(x, w, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
 
 @triton.jit
 def _conv_taps(x, wt, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, COUT_G,
-{GEOMETRY_AND_TILES}, TRANSPOSED: tl.constexpr):
+{GEOMETRY_AND_TILES}, TRANSPOSED: tl.constexpr, CL: tl.constexpr):
     # the kernel taps outermost, the group's input channels in BLOCK_K steps inside: for
     # one tap every output row reads one input position (its own shift), so a step's input
     # tile is each row's address plus a channel stride, under a mask made once per tap.
     # A stride-1 transposed convolution is a standard one reading position o + P - k * D.
-    # `wt`: the weight laid out [groups, taps, CIN_G, COUT_G] (output channels contiguous).
-{_rows("od oh ow", "OD OH OW")}{TAPS_OUTERMOST}                for c0 in range(0, CIN_G, BLOCK_K):
+    # `wt`: the weight laid out [groups, taps, CIN_G, COUT_G] (output channels contiguous);
+    # with CL, `x` is channels-last ([N, D, H, W, C_IN]) and `wt` [groups, taps, COUT_G,
+    # CIN_G], so both tiles of a product are contiguous along its sum (the channels).
+{_rows("od oh ow", "OD OH OW")}    if CL:
+        x_rows = x + n * DHW * C_IN + g * CIN_G
+        X_PS = C_IN
+        X_CS = 1
+        W_NS = CIN_G
+        W_KS = 1
+    else:
+        X_PS = 1
+        X_CS = DHW
+        W_NS = 1
+        W_KS = COUT_G
+{TAPS_OUTERMOST}                for c0 in range(0, CIN_G, BLOCK_K):
                     ci = c0 + rk
                     k_in = ci < CIN_G
-                    a = tl.load(px[:, None] + ci[None, :].to(tl.int64) * DHW, mask=inside[:, None] & k_in[None, :],
+                    a = tl.load(px[:, None] + ci[None, :].to(tl.int64) * X_CS, mask=inside[:, None] & k_in[None, :],
                                 other=0.0)
-                    b = tl.load(pw[None, :] + ci[:, None] * COUT_G, mask=k_in[:, None] & n_in[None, :], other=0.0)
+                    b = tl.load(pw[None, :] + ci[:, None] * W_KS, mask=k_in[:, None] & n_in[None, :], other=0.0)
                     acc += tl.dot(a, b@PRECISION@)
     ODHW = OD * OH * OW
     sp = rm - n * ODHW
@@ -133,7 +148,9 @@ def _conv_outer(x, wt, bias, out, M, C_IN, D, H, W, C_OUT, OD, OH, OW, CIN_G, CO
     # (`_conv`) the K side would be a handful of channels x taps, each element's gather
     # costing more index arithmetic than its products. `wt`: the weight laid out [groups,
     # taps, CIN_G, COUT_G], as `_conv_taps` reads it.
-{_rows("od oh ow", "OD OH OW")}{TAPS_OUTERMOST}                for ci in range(CIN_G):
+{_rows("od oh ow", "OD OH OW")}    X_PS = 1
+    W_NS = 1
+{TAPS_OUTERMOST}                for ci in range(CIN_G):
                     a = tl.load(px, mask=inside, other=0.0).to(tl.float32)
                     b = tl.load(pw, mask=n_in, other=0.0).to(tl.float32)
                     acc += a[:, None] * b[None, :]

@@ -24,7 +24,10 @@ standard (or stride-1 transposed) convolution with TAPS_MIN_CHANNELS or more inp
 channels per group runs `_conv_taps`: the kernel taps outermost, and for each tap the
 group's input channels in BLOCK_K steps, so the input tile of a step is each output row's
 one shifted position plus a channel stride (no per-element tap arithmetic), and the
-weight is read from a [groups, taps, channels, output channels] copy. With OUTER on
+weight is read from a [groups, taps, channels, output channels] copy; with CHANNELS_LAST
+on as well, the input is copied channels-last first (layout_copy_triton) and the weight
+is [groups, taps, output channels, channels], both product tiles contiguous along the
+channels they sum over. With OUTER on
 (first where a convolution has at most OUTER_FIRST_CHANNELS input channels per group),
 one with 2 to TAPS_MIN_CHANNELS - 1 of them (a first layer's 3) runs `_conv_outer`: the
 taps outermost as in `_conv_taps`, and per tap and input channel the rows' input values
@@ -39,6 +42,8 @@ from foundry.templates.candidate import assemble
 from foundry.templates.conv_kernels_triton import KERNELS
 from foundry.templates.dot_precision import F32_DOT_LAUNCH_ARG, dot_precision_arg, dot_precision_tunable
 from foundry.templates.ir import Conv, Description
+from foundry.templates.layout_copy_triton import KERNEL as COPY_KERNEL
+from foundry.templates.layout_copy_triton import LAUNCHER as COPY_LAUNCHER
 from foundry.templates.tiles import block_for, default_first
 
 # defaults: the fastest on the H200 of a fixed grid of configurations over KernelBench's
@@ -104,6 +109,12 @@ def conv_tunable(convs: tuple) -> dict:
         # 69 18.8 vs 62.5, 70 48.0 vs 95.9, 74 3.3 vs 11.4); off first for standard ones
         # (level1/55 23.1 vs 19.6 ms, 67 9.1 vs 6.5)
         tun["TAPS"] = [1, 0] if all(c.transposed for c in taps) else [0, 1]
+        # with TAPS on, the input copied channels-last and the weight input-channels-contiguous,
+        # so both tiles of a float32 product are contiguous along its sum, as Hopper's float32
+        # tensor-core product reads them (the square matmul level1/1 went from 0.40-0.43x to
+        # 1.49x of torch.compile on the H200 when its B was copied so); on first for float32
+        # (not yet timed on a convolution), off first for 16-bit operands
+        tun["CHANNELS_LAST"] = [1, 0] if chain_dtype(convs) == "float32" else [0, 1]
     if any(c.in_channels == c.groups for c in convs):
         tun["DW_BLOCK"] = [512, 1024, 256]
         # off first: on an H100, in-process, within 6% either way (level1/82 1.61 vs 1.64 ms,
@@ -189,14 +200,17 @@ class _CONV:
                                        max(_prod(r[6:9]) for r in rows))
         return self._phase_tables[key]
 
-    def _taps_major(self, weight, cin_g, cout_g, taps):
+    def _taps_major(self, weight, cin_g, cout_g, taps, channels_last=False):
         """The weight laid out [groups, taps, CIN_G, COUT_G] (a tap's channels' weights
-        together, output channels contiguous), from [C_out, CIN_G, *kernel] or, transposed,
+        together, output channels contiguous) or, `channels_last`, [groups, taps, COUT_G,
+        CIN_G] (input channels contiguous), from [C_out, CIN_G, *kernel] or, transposed,
         [C_in, COUT_G, *kernel]."""
         if self.transposed:  # [C_in, COUT_G, taps] = [groups, CIN_G, COUT_G, taps]
-            return weight.reshape(self.groups, cin_g, cout_g, taps).permute(0, 3, 1, 2).contiguous()
+            order = (0, 3, 2, 1) if channels_last else (0, 3, 1, 2)
+            return weight.reshape(self.groups, cin_g, cout_g, taps).permute(*order).contiguous()
         # [C_out, CIN_G, taps] = [groups, COUT_G, CIN_G, taps]
-        return weight.reshape(self.groups, cout_g, cin_g, taps).permute(0, 3, 2, 1).contiguous()
+        order = (0, 3, 1, 2) if channels_last else (0, 3, 2, 1)
+        return weight.reshape(self.groups, cout_g, cin_g, taps).permute(*order).contiguous()
 
     def __call__(self, x, weight, bias):
         x = x.contiguous()
@@ -245,13 +259,20 @@ class _CONV:
         taps = bool(int(p.get("TAPS", 0))) and cin_g >= TAPS_MIN_CHANNELS and stride_one
         outer = bool(int(p.get("OUTER", 0))) and cin_g < TAPS_MIN_CHANNELS and stride_one
         if taps or outer:
-            # the taps outermost: the weight as [groups, taps, CIN_G, COUT_G]
-            wt = self._taps_major(weight, cin_g, cout_g, _prod(kernel))
+            # the taps outermost: the weight as [groups, taps, CIN_G, COUT_G]; with CHANNELS_LAST
+            # (taps only) the input copied channels-last and the weight [groups, taps, COUT_G, CIN_G]
+            channels_last = taps and bool(int(p.get("CHANNELS_LAST", 0)))
+            wt = self._taps_major(weight, cin_g, cout_g, _prod(kernel), channels_last)
             M = N * _prod(out_size)
             grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
-            launch = _conv_taps if taps else _conv_outer
-            launch[grid](x, wt, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
-                         BLOCK_K=_narrowed(p["BLOCK_K"], cin_g), TRANSPOSED=self.transposed, **meta)
+            if taps:
+                xs = _with_contiguous_dim(x.reshape(N, C_in, _prod(size)), -2) if channels_last else x
+                _conv_taps[grid](xs, wt, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
+                                 BLOCK_K=_narrowed(p["BLOCK_K"], cin_g), TRANSPOSED=self.transposed,
+                                 CL=channels_last, **meta)
+            else:
+                _conv_outer[grid](x, wt, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
+                                  BLOCK_K=_narrowed(p["BLOCK_K"], cin_g), TRANSPOSED=self.transposed, **meta)
             return out
         if not self.transposed:
             M = N * _prod(out_size)
@@ -290,10 +311,12 @@ def conv_init_line(index: int, conv: Conv, prefix: str = "") -> str:
 
 
 def conv_sources(convs: tuple) -> tuple[str, str]:
-    """(kernel definitions, launcher source) of the convolution kernels for `convs`."""
-    return (KERNELS.replace("@PRECISION@", dot_precision_arg(chain_dtype(convs))),
-            LAUNCHER.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG).replace("@TAPS_MIN_CHANNELS@",
-                                                                                str(TAPS_MIN_CHANNELS)))
+    """(kernel definitions, launcher source) of the convolution kernels for `convs` (the
+    layout copy of CHANNELS_LAST among them)."""
+    launcher = LAUNCHER.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG)
+    launcher = launcher.replace("@TAPS_MIN_CHANNELS@", str(TAPS_MIN_CHANNELS))
+    return (KERNELS.replace("@PRECISION@", dot_precision_arg(chain_dtype(convs))) + "\n\n" + COPY_KERNEL,
+            COPY_LAUNCHER + "\n\n" + launcher)
 
 
 

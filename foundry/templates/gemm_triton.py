@@ -1,8 +1,7 @@
 """The Triton template for a forward that is one matrix product of two inputs: one
 tiled Triton matmul reading both operands through their strides (a broadcast operand is
 never copied; with K_CONTIGUOUS a float32 operand whose K dim is not its contiguous one
-is copied once so that it is, by a tiled Triton copy: torch's copy of a transposed tall
-matrix ran at under a tenth of the copy bandwidth on the H200), tiles in grouped order
+is copied once so that it is, by layout_copy_triton's tiled copy), tiles in grouped order
 (GROUP_M), accumulating in float32 (float32 tiles multiplied as dot_precision.F32_DOT
 says). With SPLIT_K > 1 the K range is cut into slices, one program per (tile, slice,
 batch) writing its float32 partial tile to a [SPLIT_K, batch, M, N] workspace, and a
@@ -14,6 +13,8 @@ from __future__ import annotations
 from foundry.templates.candidate import assemble
 from foundry.templates.dot_precision import F32_DOT_LAUNCH_ARG, dot_precision_arg, dot_precision_tunable
 from foundry.templates.ir import Description, Gemm
+from foundry.templates.layout_copy_triton import KERNEL as COPY_KERNEL
+from foundry.templates.layout_copy_triton import LAUNCHER as COPY_LAUNCHER
 from foundry.templates.matmul_triton import GROUPED_TILES
 from foundry.templates.tiles import block_for, default_first
 
@@ -26,7 +27,6 @@ TARGET_PROGRAMS = 264  # two programs per SM of an H200 (132 SMs)
 MAX_PROGRAMS = 8 * TARGET_PROGRAMS  # a split that leaves more programs than this adds only partials
 MIN_SLICE_BLOCKS = 4  # a K slice keeps at least this many BLOCK_K steps
 SUM_BLOCK = 1024  # elements per program of the kernel summing the slices
-COPY_BLOCK = 64  # square tile of the K-contiguous copy
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -99,50 +99,9 @@ def _gemm_sum_slices(ws, out, numel, SLICES, BLOCK: tl.constexpr):
         acc += tl.load(p, mask=inside, other=0.0)
         p += numel
     tl.store(out + offs, acc.to(out.dtype.element_ty), mask=inside)
-
-
-@triton.jit
-def _gemm_copy_tiles(src, dst, R, C, TILES_C, s_sz, s_sr: tl.constexpr, s_sc: tl.constexpr, s_dz,
-                     s_dr: tl.constexpr, s_dc: tl.constexpr, BLOCK: tl.constexpr):
-    # dst[z, r, c] = src[z, r, c] for [batch, R, C] views with their own strides; one
-    # program per (batch, tile): the tile is read along src's contiguous dim and written
-    # along dst's, the layout change going through shared memory
-    pid = tl.program_id(0)
-    tiles = tl.cdiv(R, BLOCK) * TILES_C
-    z = (pid // tiles).to(tl.int64)
-    t = pid % tiles
-    r = (t // TILES_C) * BLOCK + tl.arange(0, BLOCK)
-    c = (t % TILES_C) * BLOCK + tl.arange(0, BLOCK)
-    inside = (r[:, None] < R) & (c[None, :] < C)
-    r64 = r.to(tl.int64)[:, None]
-    c64 = c.to(tl.int64)[None, :]
-    x = tl.load(src + z * s_sz + r64 * s_sr + c64 * s_sc, mask=inside)
-    tl.store(dst + z * s_dz + r64 * s_dr + c64 * s_dc, x, mask=inside)
 '''
 
-LAUNCHER = '''def _batch_stride(t):
-    return t.stride(0) if t.dim() == 3 and t.shape[0] > 1 else 0
-
-
-def _with_contiguous_dim(t, dim):
-    # a copy of t (2-D or 3-D) with the same shape whose dim `dim` (-1 or -2) is contiguous
-    if dim == -1:
-        out = torch.empty(t.shape, dtype=t.dtype, device=t.device)
-    else:
-        out = torch.empty(t.shape[:-2] + (t.shape[-1], t.shape[-2]), dtype=t.dtype, device=t.device)
-        out = out.transpose(-2, -1)
-    if t.numel() == 0:
-        return out
-    R, C = t.shape[-2], t.shape[-1]
-    batch = t.shape[0] if t.dim() == 3 else 1
-    tiles_c = triton.cdiv(C, @COPY_BLOCK@)
-    grid = (batch * triton.cdiv(R, @COPY_BLOCK@) * tiles_c,)
-    _gemm_copy_tiles[grid](t, out, R, C, tiles_c, _batch_stride(t), t.stride(-2), t.stride(-1),
-                           _batch_stride(out), out.stride(-2), out.stride(-1), BLOCK=@COPY_BLOCK@, num_warps=4)
-    return out
-
-
-class _GEMM:
+LAUNCHER = '''class _GEMM:
     def __init__(self, params):
         self.params = params
 
@@ -191,10 +150,10 @@ def emit_gemm(*, desc: Description, task_source: str, tunable: dict, params: dic
     transposes = "".join(f"        {x} = {x}.transpose(-2, -1)\n"
                          for x, t in (("a", gemm.trans_a), ("b", gemm.trans_b)) if t)
     launcher = LAUNCHER.replace("@TRANSPOSES@", transposes).replace("@SUM_BLOCK@", str(SUM_BLOCK))
-    launcher = launcher.replace("@COPY_BLOCK@", str(COPY_BLOCK))
     launcher = launcher.replace("@F32_DOT_LAUNCH_ARG@", F32_DOT_LAUNCH_ARG)
     note = ("Template candidate (triton backend): the matrix product as one tiled Triton matmul "
             "(split-K: SPLIT_K slices of K summed by a second kernel).")
     return assemble(desc=desc, task_source=task_source, backend="triton", header=header,
-                    kernel_defs=kernels, launchers=[launcher], init_lines=["self._gemm = _GEMM(params)"],
+                    kernel_defs=kernels + "\n\n" + COPY_KERNEL, launchers=[COPY_LAUNCHER, launcher],
+                    init_lines=["self._gemm = _GEMM(params)"],
                     tunable=tunable, params=params, note=note)

@@ -165,6 +165,42 @@ def test_taps_outermost_matches_torch(tmp_path, name, module, x):
                              others=("_conv", "_conv_transposed", "_conv_transposed_rows"))
 
 
+@pytest.mark.parametrize("name,module,x", TAPS_CASES, ids=[c[0] for c in TAPS_CASES])
+def test_taps_on_channels_last_operands_match_torch(tmp_path, name, module, x):
+    # CHANNELS_LAST with TAPS: the input copied channels-last by the tile copy (launched
+    # once per forward), the weight input-channels-contiguous; the implicit-GEMM kernels
+    # stay unlaunched
+    task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
+                     inputs=f"[{x}]", sig="x")
+    model, init, inputs = reference_and_inputs(task, seed=7)
+    mod = load_candidate(emit(task, backend="triton"), {**BLOCKS, "BLOCK_K": 16, "TAPS": 1, "CHANNELS_LAST": 1})
+    copies = []
+
+    class CountedCopy:
+        def __getitem__(self, grid):
+            copies.append(grid)
+            return COPY[grid]
+    COPY = mod._copy_tiles
+    mod._copy_tiles = CountedCopy()
+    for kernel in ("_conv", "_conv_transposed", "_conv_transposed_rows"):
+        setattr(mod, kernel, None)  # launching one would raise
+    torch.manual_seed(7)
+    new = mod.ModelNew(*init)
+    with torch.no_grad():
+        assert_close(model(*inputs), new(*inputs), **TOL)
+    assert len(copies) == 1
+
+
+def test_channels_last_is_on_first_for_float32_only(tmp_path):
+    def source(dtype):
+        task = make_task(tmp_path, f"cl_{dtype}", forward="return self.conv(x)",
+                         init=f"self.conv = nn.ConvTranspose2d(16, 8, 3).to(torch.{dtype})",
+                         inputs=f"[torch.randn(1, 16, 5, 5).to(torch.{dtype})]", sig="x")
+        return emit(task, backend="triton")
+    assert "'CHANNELS_LAST': [1, 0]" in source("float32")
+    assert "'CHANNELS_LAST': [0, 1]" in source("float16")
+
+
 def test_taps_is_offered_only_where_it_changes_the_kernel(tmp_path):
     few = make_task(tmp_path, "few_channels", forward="return self.conv(x)", init="self.conv = nn.Conv2d(3, 8, 3)",
                     inputs="[torch.randn(1, 3, 6, 6)]", sig="x")
@@ -172,8 +208,9 @@ def test_taps_is_offered_only_where_it_changes_the_kernel(tmp_path):
                         init="self.conv = nn.ConvTranspose2d(16, 8, 3, stride=2)", inputs="[torch.randn(1, 16, 5, 5)]",
                         sig="x")
     for task in (few, strided):
-        assert "'TAPS'" not in emit(task, backend="triton")
-        ref, got = run_candidate(task, backend="triton", params={**BLOCKS, "TAPS": 1})  # a stale setting: ignored
+        assert "'TAPS'" not in emit(task, backend="triton") and "'CHANNELS_LAST'" not in emit(task, backend="triton")
+        # stale settings: ignored
+        ref, got = run_candidate(task, backend="triton", params={**BLOCKS, "TAPS": 1, "CHANNELS_LAST": 1})
         assert_close(ref, got, **TOL)
 
 

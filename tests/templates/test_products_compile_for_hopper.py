@@ -67,7 +67,7 @@ def test_gemm_cases_compile_for_hopper(tmp_path):
     assert not failures(rows), failures(rows)
     assert all("_gemm" in [name for name, _ in r["kernels"]] for r in rows)
     # the float32 operands not read K-contiguous (a row-major B) are copied by the tile copy
-    assert any("_gemm_copy_tiles" in [name for name, _ in r["kernels"]] for r in rows)
+    assert any("_copy_tiles" in [name for name, _ in r["kernels"]] for r in rows)
 
 
 def test_conv_cases_compile_for_hopper(tmp_path):
@@ -95,8 +95,9 @@ def test_conv_cases_compile_for_hopper(tmp_path):
 
 
 def test_the_taps_and_tiled_depthwise_kernels_compile_for_hopper(tmp_path):
-    # TAPS on, at the tiles a KernelBench convolution gets by default (conv_tunable) and at
-    # the small ones, standard and stride-1 transposed, 1-D to 3-D; OUTER on (a few input
+    # TAPS on, at the tiles a KernelBench convolution gets by default (conv_tunable, with
+    # CHANNELS_LAST on: the input copied channels-last first) and at the small ones (with it
+    # off), standard and stride-1 transposed, 1-D to 3-D; OUTER on (a few input
     # channels per group) likewise; DW_TILE on, depthwise 1-D to 3-D, standard and strided
     # transposed
     from foundry.templates.conv_triton import conv_tunable
@@ -114,8 +115,9 @@ def test_the_taps_and_tiled_depthwise_kernels_compile_for_hopper(tmp_path):
                          inputs=f"[{x}]", sig="x")
         switch = "OUTER" if name.startswith("outer") else "TAPS"
         defaults = {k: v[0] for k, v in conv_tunable(describe_task(task).convs).items()}
-        builds += [{"path": str(task.path), "params": {**defaults, switch: 1}},
-                   {"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": "ieee", switch: 1}}]
+        on, off = ({"CHANNELS_LAST": 1}, {"CHANNELS_LAST": 0}) if switch == "TAPS" else ({}, {})
+        builds += [{"path": str(task.path), "params": {**defaults, switch: 1, **on}},
+                   {"path": str(task.path), "params": {**CONV_BLOCKS, "F32_DOT": "ieee", switch: 1, **off}}]
     depthwise = [("tiles_depthwise2d", "nn.Conv2d(64, 64, 3, groups=64)", "torch.randn(1, 64, 40, 50)"),
                  ("tiles_depthwise1d", "nn.Conv1d(8, 16, 3, stride=2, groups=8)", "torch.randn(1, 8, 300)"),
                  ("tiles_transposed3d", "nn.ConvTranspose3d(4, 4, 3, stride=2, groups=4)", "torch.randn(1, 4, 5, 6, 7)")]
@@ -126,7 +128,8 @@ def test_the_taps_and_tiled_depthwise_kernels_compile_for_hopper(tmp_path):
     rows = compile_for_hopper(builds)
     assert not failures(rows), failures(rows)
     taps, outer_rows = 2 * len(cases), 2 * len(outer)
-    assert all({name for name, _ in r["kernels"]} == {"_conv_taps"} for r in rows[:taps]), rows
+    assert all({name for name, _ in r["kernels"]} == {"_conv_taps", "_copy_tiles"} for r in rows[:taps:2]), rows
+    assert all({name for name, _ in r["kernels"]} == {"_conv_taps"} for r in rows[1:taps:2]), rows
     assert all({name for name, _ in r["kernels"]} == {"_conv_outer"} for r in rows[taps:taps + outer_rows]), rows
     assert all({name for name, _ in r["kernels"]} == {"_conv_depthwise_tiles"} for r in rows[-3:]), rows[-3:]
 
