@@ -56,7 +56,7 @@ def check_timed_runs(f: Findings, out: JobOutcome, msg: Any, references: dict, j
         ref = references[i] if scale == 1.0 else rescaled(i, scale)
         c = compare(ref, last[k], atol=atol, rtol=rtol)
         if c.kind == "value" and precise is not None and i in f.float64_trials:
-            c = precise_verdict(f, i, c, last[k], precise, atol=atol, rtol=rtol, scale=scale)
+            c = precise_verdict(f, i, c, last[k], precise, atol=atol, rtol=rtol, scale=scale, reference=ref)
         if not c.ok:
             f.flag("timed_output_mismatch", f"output of a timed run on trial {i}'s inputs: {c.message}")
             break

@@ -155,15 +155,18 @@ def check_trials(f: Findings, trials: dict, references: dict, trial_plan: tuple,
         if isinstance(h.get("threads_started"), int) and h["threads_started"] > 0:
             f.flag("threads", f"{where}: {h['threads_started']} thread(s) still running after forward")
     for i, where, c in misses:
-        f.absorb(precise_verdict(f, i, c, f.candidate_outputs[i], precise, atol=atol, rtol=rtol), where)
+        f.absorb(precise_verdict(f, i, c, f.candidate_outputs[i], precise, atol=atol, rtol=rtol,
+                                 reference=references[i]), where)
 
 
 def precise_verdict(f: Findings, i: int, missed: Comparison, got: Any, precise: Callable[[int, float], Any], *,
-                    atol, rtol, scale: float = 1.0) -> Comparison:
+                    atol, rtol, scale: float = 1.0, reference: Any = None) -> Comparison:
     """The verdict on output `got` of trial `i` (its inputs times `scale`), which `missed`
-    the float32 reference: its comparison with the float64 reference where nothing judged
-    so far failed and there is one (trial i then goes into `f.float64_trials`), else
-    `missed`, with what the float64 reference said."""
+    the float32 reference (`reference`, where given): its comparison with the float64
+    reference where nothing judged so far failed and there is one (trial i then goes into
+    `f.float64_trials`), else `missed`, with what the float64 reference said of `got` and,
+    where `reference` is given, of the float32 reference itself (how far the task's own
+    float32 rounding is from it on these inputs)."""
     if f.stage != Stage.CORRECT or f.flags:
         return missed  # a trial failed or a guard fired: no float64 reference is computed for a failed kernel
     exact = precise(i, scale)
@@ -174,7 +177,11 @@ def precise_verdict(f: Findings, i: int, missed: Comparison, got: Any, precise: 
         if i not in f.float64_trials:
             f.float64_trials.append(i)
         return Comparison("ok", max_abs_err=c.max_abs_err, max_rel_err=c.max_rel_err)
-    return Comparison(missed.kind, f"{missed.message} (against the model computed in float64: {c.message})",
+    own = ""
+    if reference is not None:
+        r = compare(exact, reference, atol=atol, rtol=rtol)
+        own = f"; the float32 reference's own max abs error against it {r.max_abs_err:.3g}"
+    return Comparison(missed.kind, f"{missed.message} (against the model computed in float64: {c.message}{own})",
                       missed.max_abs_err, missed.max_rel_err, missed.non_finite)
 
 

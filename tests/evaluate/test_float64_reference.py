@@ -92,6 +92,12 @@ def test_a_kernel_wrong_on_large_inputs_fails_against_both_references(ev, task, 
     r = judge(ev, task, OFF_WHEN_LARGE)
     assert not r.correct and r.stage == Stage.VALUE
     assert "heavy" in r.error and "against the model computed in float64" in r.error
+    # and how far the float32 reference itself is from the float64 one: further than this 1%-wrong
+    # kernel (about 1.2 against 0.2), which is why a kernel is not passed for being "within K
+    # times the float32 reference's own error": a wrong kernel would hide under it
+    own = float(r.error.split("the float32 reference's own max abs error against it ")[1].split(")")[0])
+    candidate = float(r.error.split("against the model computed in float64: output: max abs error ")[1].split(",")[0])
+    assert own > candidate > 0.0002, r.error
     assert "float64_reference_trials" not in r.metrics
 
 
