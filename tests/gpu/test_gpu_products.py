@@ -1,7 +1,8 @@
 """The matrix-product and convolution templates as real Triton kernels on the GPU: the
 cases the CPU tests run under Triton's interpreter (tests/templates/product_cases.py),
 compiled and launched for real with each float32 product (dot_precision.F32_DOT) and,
-for the convolutions, each order of a strided transposed one's phases (ALL_PHASES), a
+for the convolutions, each order of a strided transposed one's phases (ALL_PHASES) and
+the taps-outermost kernel on channels-last copies or not (CHANNELS_LAST), a
 split-K product over a long K with the parameters the template picks, and bfloat16
 operands (the interpreter's bf16 dot cannot check them)."""
 
@@ -11,7 +12,7 @@ import pytest
 
 from foundry.templates.dot_precision import F32_DOT
 from tests.templates.helpers import assert_close, make_task, run_candidate
-from tests.templates.product_cases import CONV_BLOCKS, CONV_CASES, GEMM_BLOCKS, GEMM_CASES
+from tests.templates.product_cases import CONV_BLOCKS, CONV_CASES, GEMM_BLOCKS, GEMM_CASES, TAPS_CASES
 
 pytestmark = pytest.mark.gpu
 
@@ -36,6 +37,18 @@ def test_conv_case_on_the_gpu(tmp_path, name, module, x, f32_dot, all_phases, ou
     task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
                      inputs=f"[{x}]", sig="x")
     params = {**CONV_BLOCKS, "F32_DOT": f32_dot, "ALL_PHASES": all_phases, "OUTER": outer}
+    ref, got = run_candidate(task, backend="triton", params=params, device="cuda")
+    assert got.is_cuda
+    assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("channels_last", [1, 0])  # the taps kernel on channels-last copies, or as given
+@pytest.mark.parametrize("f32_dot", F32_DOT)
+@pytest.mark.parametrize("name,module,x", TAPS_CASES, ids=[c[0] for c in TAPS_CASES])
+def test_taps_case_on_the_gpu(tmp_path, name, module, x, f32_dot, channels_last):
+    task = make_task(tmp_path, name, forward="return self.conv(x)", init=f"self.conv = {module}",
+                     inputs=f"[{x}]", sig="x")
+    params = {**CONV_BLOCKS, "F32_DOT": f32_dot, "TAPS": 1, "CHANNELS_LAST": channels_last}
     ref, got = run_candidate(task, backend="triton", params=params, device="cuda")
     assert got.is_cuda
     assert_close(ref.cpu(), got.cpu(), atol=1e-4, rtol=1e-4)

@@ -18,6 +18,7 @@ pytest.importorskip("triton")
 
 from tests.templates.product_cases import CONV_BLOCKS as BLOCKS  # noqa: E402
 from tests.templates.product_cases import CONV_CASES as CASES  # noqa: E402
+from tests.templates.product_cases import TAPS_CASES  # noqa: E402
 from tests.templates.helpers import assert_close, make_task, run_candidate, small_problem  # noqa: E402
 
 from foundry.templates.engine import coverage, emit, reference_and_inputs  # noqa: E402
@@ -121,21 +122,6 @@ def test_kernelbench_conv_problem_matches_with_default_params(tmp_path, problem,
     assert_close(ref, got, **TOL)
 
 
-# TAPS on: the kernel taps outermost, each tap's input channels in BLOCK_K steps; it applies
-# to standard and stride-1 transposed convolutions with 16 or more input channels per group
-# (more than one BLOCK_K step of channels in some: 40 per group against BLOCK_K 16)
-TAPS_CASES = [
-    ("conv1d", "nn.Conv1d(40, 24, 3, stride=2, padding=2, dilation=2)", "torch.randn(2, 40, 19)"),
-    ("conv2d_asymmetric", "nn.Conv2d(16, 20, (3, 5), stride=(2, 1), padding=(1, 2), dilation=(1, 2))",
-     "torch.randn(2, 16, 9, 11)"),
-    ("conv2d_groups", "nn.Conv2d(32, 12, (2, 3), padding=(1, 1), groups=2, bias=False)", "torch.randn(1, 32, 6, 7)"),
-    ("conv3d", "nn.Conv3d(16, 8, (2, 3, 2), stride=(1, 2, 1), padding=(1, 0, 1), dilation=(2, 1, 1))",
-     "torch.randn(1, 16, 5, 7, 6)"),
-    ("transposed1d_dilated", "nn.ConvTranspose1d(40, 24, 5, padding=1, dilation=3)", "torch.randn(2, 40, 17)"),
-    ("transposed2d_asymmetric", "nn.ConvTranspose2d(32, 12, (3, 5), padding=(1, 0), groups=2, bias=False)",
-     "torch.randn(2, 32, 7, 9)"),
-    ("transposed3d", "nn.ConvTranspose3d(16, 8, 3, padding=1)", "torch.randn(1, 16, 4, 5, 3)"),
-]
 
 
 def _switch_on_matches_torch(tmp_path, name, module, x, *, switch: str, params: dict, others: tuple):
