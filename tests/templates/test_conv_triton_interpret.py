@@ -122,8 +122,6 @@ def test_kernelbench_conv_problem_matches_with_default_params(tmp_path, problem,
     assert_close(ref, got, **TOL)
 
 
-
-
 def _switch_on_matches_torch(tmp_path, name, module, x, *, switch: str, params: dict, others: tuple):
     """The convolution's candidate offers `switch` (on or off first); with it on, it
     matches torch, and none of the kernels `others` (the ones the switch replaces) is
@@ -147,7 +145,8 @@ def _switch_on_matches_torch(tmp_path, name, module, x, *, switch: str, params: 
 
 @pytest.mark.parametrize("name,module,x", TAPS_CASES, ids=[c[0] for c in TAPS_CASES])
 def test_taps_outermost_matches_torch(tmp_path, name, module, x):
-    _switch_on_matches_torch(tmp_path, name, module, x, switch="TAPS", params={"BLOCK_K": 16},
+    # CHANNELS_LAST off: the operands as given (on: the next test)
+    _switch_on_matches_torch(tmp_path, name, module, x, switch="TAPS", params={"BLOCK_K": 16, "CHANNELS_LAST": 0},
                              others=("_conv", "_conv_transposed", "_conv_transposed_rows"))
 
 
