@@ -265,14 +265,10 @@ class _CONV:
             wt = self._taps_major(weight, cin_g, cout_g, _prod(kernel), channels_last)
             M = N * _prod(out_size)
             grid = (triton.cdiv(M, BM), triton.cdiv(cout_g, BN), self.groups)
-            if taps:
-                xs = _with_contiguous_dim(x.reshape(N, C_in, _prod(size)), -2) if channels_last else x
-                _conv_taps[grid](xs, wt, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
-                                 BLOCK_K=_narrowed(p["BLOCK_K"], cin_g), TRANSPOSED=self.transposed,
-                                 CL=channels_last, **meta)
-            else:
-                _conv_outer[grid](x, wt, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
-                                  BLOCK_K=_narrowed(p["BLOCK_K"], cin_g), TRANSPOSED=self.transposed, **meta)
+            xs = _with_contiguous_dim(x.reshape(N, C_in, _prod(size)), -2) if channels_last else x
+            launch, layout = (_conv_taps, dict(CL=channels_last)) if taps else (_conv_outer, {})
+            launch[grid](xs, wt, b, out, M, C_in, *size, C_out, *out_size, cin_g, cout_g, *geometry,
+                         BLOCK_K=_narrowed(p["BLOCK_K"], cin_g), TRANSPOSED=self.transposed, **layout, **meta)
             return out
         if not self.transposed:
             M = N * _prod(out_size)
