@@ -6,7 +6,11 @@ is copied once so that it is, by layout_copy_triton's tiled copy), tiles in grou
 says). With SPLIT_K > 1 the K range is cut into slices, one program per (tile, slice,
 batch) writing its float32 partial tile to a [SPLIT_K, batch, M, N] workspace, and a
 second kernel sums the slices in slice order (deterministic: no atomics) into the output.
-Unit strides are constexprs, so the compiler sees which dim of each tile is contiguous."""
+Unit strides are constexprs, so the compiler sees which dim of each tile is contiguous.
+A product whose B is one column (N == 1, a matrix-vector product) runs, with GEMV on, a
+kernel without tensor cores: GEMV_ROWS rows a program, each GEMV_BLOCK_K-wide step of A
+multiplied by B's slice and summed in float32 on the FMA units, so no tile of mostly
+masked columns is computed; split-K as above."""
 
 from __future__ import annotations
 
@@ -26,6 +30,8 @@ TUNABLE_GEMM = {"BLOCK_M": [128, 64, 32, 16], "BLOCK_N": [128, 64, 32, 16], "BLO
 TARGET_PROGRAMS = 264  # two programs per SM of an H200 (132 SMs)
 MAX_PROGRAMS = 8 * TARGET_PROGRAMS  # a split that leaves more programs than this adds only partials
 MIN_SLICE_BLOCKS = 4  # a K slice keeps at least this many BLOCK_K steps
+# the matrix-vector kernel's tunables, offered where the traced B has one column
+TUNABLE_GEMV = {"GEMV": [1, 0], "GEMV_ROWS": [8, 4, 16, 2], "GEMV_BLOCK_K": [512, 1024, 256]}
 SUM_BLOCK = 1024  # elements per program of the kernel summing the slices
 
 
@@ -58,6 +64,8 @@ def gemm_tunable(gemm: Gemm) -> dict:
     tun.update(dot_precision_tunable(gemm.dtype))
     if gemm.dtype == "float32":
         tun["K_CONTIGUOUS"] = [1, 0]
+    if gemm.n == 1:
+        tun.update({k: list(v) for k, v in TUNABLE_GEMV.items()})
     return tun
 
 
@@ -87,6 +95,31 @@ def _gemm(a, b, c, M, N, K, K_SLICE, s_ab, s_am: tl.constexpr, s_ak: tl.constexp
         pb += BLOCK_K * s_bk
     pc = c + s.to(tl.int64) * s_cs + z * s_cb + rm.to(tl.int64)[:, None] * s_cm + rn.to(tl.int64)[None, :] * s_cn
     tl.store(pc, acc.to(c.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def _gemv(a, b, c, M, K, K_SLICE, s_ab, s_am, s_ak: tl.constexpr, s_bb, s_bk: tl.constexpr, s_cs, s_cb, s_cm,
+          ROWS: tl.constexpr, BLOCK_K: tl.constexpr):
+    rm = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    s = tl.program_id(1)
+    z = tl.program_id(2).to(tl.int64)
+    rk = tl.arange(0, BLOCK_K)
+    k_start = s * K_SLICE
+    k_stop = tl.minimum(k_start + K_SLICE, K)
+    am = tl.where(rm < M, rm, 0).to(tl.int64)
+    kk = (k_start + rk).to(tl.int64)
+    pa = a + z * s_ab + am[:, None] * s_am + kk[None, :] * s_ak
+    pb = b + z * s_bb + kk * s_bk
+    acc = tl.zeros([ROWS, BLOCK_K], dtype=tl.float32)
+    for k0 in range(k_start, k_stop, BLOCK_K):
+        inside = (k0 + rk) < k_stop
+        x = tl.load(pa, mask=inside[None, :], other=0.0)
+        w = tl.load(pb, mask=inside, other=0.0)
+        acc += x.to(tl.float32) * w.to(tl.float32)[None, :]
+        pa += BLOCK_K * s_ak
+        pb += BLOCK_K * s_bk
+    pc = c + s.to(tl.int64) * s_cs + z * s_cb + rm.to(tl.int64) * s_cm
+    tl.store(pc, tl.sum(acc, axis=1).to(c.dtype.element_ty), mask=rm < M)
 
 
 @triton.jit
@@ -123,7 +156,8 @@ LAUNCHER = '''class _GEMM:
             return out
         if K == 0:
             return out.zero_()
-        BM, BN, BK = int(p["BLOCK_M"]), int(p["BLOCK_N"]), int(p["BLOCK_K"])
+        gemv = N == 1 and bool(int(p.get("GEMV", 0)))
+        BM, BN, BK = int(p["BLOCK_M"]), int(p["BLOCK_N"]), int(p["GEMV_BLOCK_K" if gemv else "BLOCK_K"])
         slices = max(1, min(int(p["SPLIT_K"]), triton.cdiv(K, BK)))
         k_slice = triton.cdiv(triton.cdiv(K, slices), BK) * BK
         slices = triton.cdiv(K, k_slice)
@@ -132,11 +166,17 @@ LAUNCHER = '''class _GEMM:
         else:
             c = torch.empty((slices, batch, M, N), dtype=torch.float32, device=a.device)
             s_cs = batch * M * N
-        grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN), slices, batch)
-        _gemm[grid](a, b, c, M, N, K, k_slice, _batch_stride(a), a.stride(-2), a.stride(-1),
-                    _batch_stride(b), b.stride(-2), b.stride(-1), s_cs, M * N, N, 1,
-                    BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=int(p["GROUP_M"]),
-                    @F32_DOT_LAUNCH_ARG@, num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
+        if gemv:
+            rows = int(p["GEMV_ROWS"])
+            _gemv[(triton.cdiv(M, rows), slices, batch)](
+                a, b, c, M, K, k_slice, _batch_stride(a), a.stride(-2), a.stride(-1), _batch_stride(b), b.stride(-2),
+                s_cs, M, 1, ROWS=rows, BLOCK_K=BK, num_warps=4)
+        else:
+            grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN), slices, batch)
+            _gemm[grid](a, b, c, M, N, K, k_slice, _batch_stride(a), a.stride(-2), a.stride(-1),
+                        _batch_stride(b), b.stride(-2), b.stride(-1), s_cs, M * N, N, 1,
+                        BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=int(p["GROUP_M"]),
+                        @F32_DOT_LAUNCH_ARG@, num_warps=int(p["num_warps"]), num_stages=int(p["num_stages"]))
         if slices > 1:
             n = out.numel()
             _gemm_sum_slices[(triton.cdiv(n, @SUM_BLOCK@),)](c, out, n, slices, BLOCK=@SUM_BLOCK@, num_warps=4)

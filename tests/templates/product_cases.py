@@ -18,6 +18,8 @@ GEMM_CASES = [
     ("trans_a_copy_tiles", "return torch.matmul(A.T, B)", "[torch.randn(130, 70), torch.randn(130, 9)]"),
     ("bmm_copy_tiles", "return torch.bmm(A, B)", "[torch.randn(2, 9, 130), torch.randn(2, 130, 70)]"),
     ("column", "return A @ B", "[torch.randn(40, 300), torch.randn(300, 1)]"),
+    ("batched_column", "return torch.bmm(A, B)", "[torch.randn(3, 21, 300), torch.randn(3, 300, 1)]"),
+    ("trans_a_column", "return torch.matmul(A.T, B)", "[torch.randn(300, 37), torch.randn(300, 1)]"),
     ("four_d_times_matrix", "return torch.matmul(A, B)", "[torch.randn(2, 3, 5, 45), torch.randn(45, 19)]"),
     ("einsum", 'return torch.einsum("bijl,lk->bijk", A, B)', "[torch.randn(2, 3, 5, 45), torch.randn(45, 19)]"),
     ("four_d_stacked", "return torch.matmul(A, B)", "[torch.randn(2, 3, 21, 45), torch.randn(2, 3, 45, 19)]"),

@@ -1,7 +1,8 @@
 """The Triton matrix-product template through Triton's interpreter on the CPU, at small
 sizes: square, sizes that are no multiple of the blocks, transposed operands, batched
 and broadcast batches, with SPLIT_K 1 and > 1, operands read in place or copied
-K-contiguous, against torch in float32; the split-K sum is deterministic; KernelBench's
+K-contiguous, against torch in float32; a matrix-vector product by the tiled kernel and by
+the matrix-vector kernel; the split-K sum is deterministic; KernelBench's
 level-1 matmul problems at small sizes with the default parameters the template picks
 for them."""
 
@@ -36,6 +37,44 @@ def test_gemm_matches_torch(tmp_path, name, forward, inputs, split_k, k_contiguo
     params = {**BLOCKS, "SPLIT_K": split_k, "K_CONTIGUOUS": k_contiguous}
     ref, got = run_candidate(task, backend="triton", params=params)
     assert_close(ref, got, **TOL)
+
+
+COLUMN_CASES = [c for c in CASES if "column" in c[0]]
+
+
+@pytest.mark.parametrize("gemv", [1, 0])
+@pytest.mark.parametrize("k_contiguous", [1, 0])
+@pytest.mark.parametrize("split_k", [1, 3])
+@pytest.mark.parametrize("name,forward,inputs", COLUMN_CASES, ids=[c[0] for c in COLUMN_CASES])
+def test_matrix_vector_product_by_either_kernel(tmp_path, name, forward, inputs, split_k, k_contiguous, gemv):
+    # 16 and 5 rows a program leave the last program's rows partly past M (21, 37, 40 rows);
+    # 128-wide K steps leave the last step of each slice partly past K (300)
+    task = make_task(tmp_path, name, forward=forward, inputs=inputs, sig="A, B")
+    params = {**BLOCKS, "SPLIT_K": split_k, "K_CONTIGUOUS": k_contiguous, "GEMV": gemv, "GEMV_ROWS": 16,
+              "GEMV_BLOCK_K": 128}
+    assert_close(*_run_without(task, params, "_gemm" if gemv else "_gemv"), **TOL)
+
+
+def _run_without(task, params: dict, kernel: str):
+    """(reference output, candidate output) with the candidate's `kernel` unlaunchable."""
+    model, init, inputs = reference_and_inputs(task, seed=7)
+    mod = load_candidate(emit(task, backend="triton"), params)
+    setattr(mod, kernel, None)  # launching it would raise
+    torch.manual_seed(7)
+    with torch.no_grad():
+        return model(*inputs), mod.ModelNew(*init)(*inputs)
+
+
+def test_matrix_vector_kernel_offered_only_for_one_column(tmp_path):
+    column = make_task(tmp_path, "col", forward="return A @ B", inputs="[torch.randn(40, 300), torch.randn(300, 1)]",
+                       sig="A, B")
+    square = make_task(tmp_path, "sq", forward="return A @ B", inputs="[torch.randn(40, 300), torch.randn(300, 2)]",
+                       sig="A, B")
+    assert "'GEMV': [1, 0]" in emit(column, backend="triton")
+    assert "'GEMV'" not in emit(square, backend="triton")
+    # a stale GEMV setting on a product of two columns runs the tiled kernel
+    stale = {**BLOCKS, "SPLIT_K": 2, "GEMV": 1, "GEMV_ROWS": 4, "GEMV_BLOCK_K": 256}
+    assert_close(*_run_without(square, stale, "_gemv"), **TOL)
 
 
 def test_split_k_takes_the_tunable_space_passed_in(tmp_path):

@@ -58,14 +58,18 @@ def failures(rows: list[dict]) -> list[str]:
 
 
 def test_gemm_cases_compile_for_hopper(tmp_path):
-    builds = []
+    builds, kernels = [], []
     for name, forward, inputs in GEMM_CASES:
         task = make_task(tmp_path, name, forward=forward, inputs=inputs, sig="A, B")
-        builds += [{"path": str(task.path), "params": {**GEMM_BLOCKS, "SPLIT_K": split_k, "F32_DOT": dot}}
-                   for split_k in (1, 3) for dot in F32_DOT]
+        # a one-column B runs the matrix-vector kernel (GEMV, on first) or the tiled one
+        for gemv in ((1, 0) if "column" in name else (0,)):
+            builds += [{"path": str(task.path), "params": {**GEMM_BLOCKS, "SPLIT_K": split_k, "F32_DOT": dot,
+                                                           "GEMV": gemv}}
+                       for split_k in (1, 3) for dot in F32_DOT]
+            kernels += ["_gemv" if gemv else "_gemm"] * 2 * len(F32_DOT)
     rows = compile_for_hopper(builds)
     assert not failures(rows), failures(rows)
-    assert all("_gemm" in [name for name, _ in r["kernels"]] for r in rows)
+    assert all(kernel in [name for name, _ in r["kernels"]] for r, kernel in zip(rows, kernels))
     # the float32 operands not read K-contiguous (a row-major B) are copied by the tile copy
     assert any("_copy_tiles" in [name for name, _ in r["kernels"]] for r in rows)
 
