@@ -136,6 +136,12 @@ class IslandActor:
     def resubmit(self, candidates: list[Candidate]) -> int:
         return self.worker.resubmit(candidates)
 
+    def expect_seeds(self, task_ids: list[str]) -> None:
+        self.worker.expect_seeds(task_ids)
+
+    def seed_settled(self, task_id: str) -> None:
+        self.worker.seed_settled(task_id)
+
     def seed(self, candidate: Candidate) -> SeedOutcome:
         return self.worker.seed(candidate)
 

@@ -7,7 +7,9 @@ parent of the search and an inspiration in LLM prompts.
 `SeedService` is the evaluator's side (no Ray); `SeedRequests` is the driver's: it asks
 the evaluators, a few tasks at a time on each (`seeds_at_once`), without waiting, and
 hands each seed that comes back to an island, where it is judged before the island's next
-proposal. A task its island had retired for lack of new proposals opens again for its
+proposal. Every island is told at the start which tasks' seeds are coming and, as each
+comes back (or fails), that it has: until then a task waits behind the uncovered tasks
+with no seed coming (actors.task_order). A task its island had retired for lack of new proposals opens again for its
 seed, and the driver does not end the run while a seed is still to come; an island whose
 loop had ended is run again.
 """
@@ -104,9 +106,13 @@ class SeedRequests:
         self.notes: dict[str, str] = {}  # task id -> what its seed came to
 
     def start(self, *, tasks: list[Task], evaluators: list, islands: Mapping[int, Any]) -> None:
+        """Tell every island which tasks' seeds are coming (`expect_seeds`), then ask the
+        evaluators for the first ones."""
         if not evaluators or not islands:
             return
         self.evaluators = list(evaluators)
+        for island in islands.values():
+            island.expect_seeds.remote([task.task_id for task in tasks])
         order = sorted(islands)
         for k, task in enumerate(tasks):
             self.queued.setdefault(k % len(evaluators), []).append((task, order[k % len(order)]))
@@ -140,6 +146,8 @@ class SeedRequests:
             except Exception as e:  # noqa: BLE001 - an evaluator that failed here gives no seed
                 candidate, note = None, f"no seed: the evaluator failed ({type(e).__name__}: {e})"[:300]
             self.notes[task_id] = note
+            for handle in islands.values():  # the task no longer waits for its seed on any island
+                handle.seed_settled.remote(task_id)
             if candidate is not None and island in islands:
                 handed[islands[island].seed.remote(candidate)] = island
                 say(f"compiler seed for {task_id} (judged on island {island}): {note}")

@@ -138,13 +138,14 @@ class Supervisor(RunRecords, IslandRestarts, RunStop, ClusterCare):
         if again:
             self.view.say(f"resuming: {sum(map(len, again.values()))} candidate(s) unfinished when the "
                           "run stopped are evaluated again first")
+        if s.run.compiler_seeds and not s.run.evaluator_impl:
+            # before the islands run, so that each knows from its first pick which seeds are coming
+            self.seeds.start(tasks=list(self.tasks.values()), evaluators=list(self.evaluators.values()),
+                             islands=self.islands)
         for i, actor in self.islands.items():
             if again.get(i):
                 actor.resubmit.remote(again[i])
             self._launch(i)
-        if s.run.compiler_seeds and not s.run.evaluator_impl:
-            self.seeds.start(tasks=list(self.tasks.values()), evaluators=list(self.evaluators.values()),
-                             islands=self.islands)
         self._write_evaluator_infos()  # the islands propose meanwhile; their work queues
 
     def _new_island(self, i: int, node_id: str | None) -> Any:
