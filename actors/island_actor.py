@@ -139,8 +139,8 @@ class IslandActor:
     def expect_seeds(self, task_ids: list[str]) -> None:
         self.worker.expect_seeds(task_ids)
 
-    def seed_settled(self, task_id: str) -> None:
-        self.worker.seed_settled(task_id)
+    def seed_failed(self, task_id: str) -> None:
+        self.worker.seed_failed(task_id)
 
     def seed(self, candidate: Candidate) -> SeedOutcome:
         return self.worker.seed(candidate)

@@ -89,7 +89,7 @@ class IslandWorker:
         self.proposed: dict[str, set] = {}  # ids of proposals already submitted, per task
         self.duplicates: dict[str, int] = {}
         self.exhausted: set[str] = set()  # retired because the proposer had nothing new
-        self.seeds_coming: set[str] = set()  # tasks whose compiler seed the driver has asked for, not yet settled
+        self.seeds_expected: set[str] = set()  # tasks whose compiler seed was asked for and has not failed
         self._looping = False  # inside run()
         self.proposer_errors = 0
         self.max_proposer_errors = max_proposer_errors
@@ -151,7 +151,7 @@ class IslandWorker:
         return TaskStanding(served=self.served(task_id), covered=best is not None,
                             floor_fraction=floor_fraction((best.metrics or {}).get("roofline"))
                             if best is not None else None,
-                            stalled=self._fruitless[task_id] > 0, seed_coming=task_id in self.seeds_coming)
+                            stalled=self._fruitless[task_id] > 0, seed_expected=task_id in self.seeds_expected)
 
     def _pick_task(self) -> str | None:
         """The open task to step next (actors.task_order: tasks without a correct kernel
@@ -184,14 +184,14 @@ class IslandWorker:
                 self._fruitless[task_id] += 1
 
     def expect_seeds(self, task_ids: list[str]) -> None:
-        """The driver has asked for these tasks' compiler seeds: until each is settled
-        (`seed_settled`, or handed here by `seed`), its task waits behind the uncovered
-        tasks with none coming (actors.task_order)."""
-        self.seeds_coming.update(t for t in task_ids if t in self.hosts)
+        """The driver has asked for these tasks' compiler seeds: unless one fails
+        (`seed_failed`), its task waits behind the uncovered tasks with no seed expected
+        (actors.task_order), here too where the seed is judged on another island."""
+        self.seeds_expected.update(t for t in task_ids if t in self.hosts)
 
-    def seed_settled(self, task_id: str) -> None:
-        """`task_id`'s compiler seed was made (and handed to some island) or will not be."""
-        self.seeds_coming.discard(task_id)
+    def seed_failed(self, task_id: str) -> None:
+        """`task_id` gets no compiler seed (none could be made, or its evaluator failed)."""
+        self.seeds_expected.discard(task_id)
 
     def seed(self, candidate: Candidate) -> SeedOutcome:
         """Queue a task's compiler seed to judge before anything new is proposed. A task
@@ -201,7 +201,6 @@ class IslandWorker:
         task_id = candidate.task_id
         if task_id not in self.hosts:
             return SeedOutcome.REFUSED
-        self.seeds_coming.discard(task_id)
         if task_id in self.exhausted:
             self.exhausted.discard(task_id)
             self.retired.pop(task_id, None)

@@ -7,11 +7,11 @@ parent of the search and an inspiration in LLM prompts.
 `SeedService` is the evaluator's side (no Ray); `SeedRequests` is the driver's: it asks
 the evaluators, a few tasks at a time on each (`seeds_at_once`), without waiting, and
 hands each seed that comes back to an island, where it is judged before the island's next
-proposal. Every island is told at the start which tasks' seeds are coming and, as each
-comes back (or fails), that it has: until then a task waits behind the uncovered tasks
-with no seed coming (actors.task_order). A task its island had retired for lack of new proposals opens again for its
-seed, and the driver does not end the run while a seed is still to come; an island whose
-loop had ended is run again.
+proposal. Every island is told at the start which tasks' seeds are expected, and of each
+that fails: a task with a seed expected waits behind the uncovered tasks with none
+(actors.task_order). A task its island had retired for lack of new proposals opens again
+for its seed, and the driver does not end the run while a seed is still to come; an
+island whose loop had ended is run again.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class SeedRequests:
         self.notes: dict[str, str] = {}  # task id -> what its seed came to
 
     def start(self, *, tasks: list[Task], evaluators: list, islands: Mapping[int, Any]) -> None:
-        """Tell every island which tasks' seeds are coming (`expect_seeds`), then ask the
+        """Tell every island which tasks' seeds are expected (`expect_seeds`), then ask the
         evaluators for the first ones."""
         if not evaluators or not islands:
             return
@@ -146,8 +146,9 @@ class SeedRequests:
             except Exception as e:  # noqa: BLE001 - an evaluator that failed here gives no seed
                 candidate, note = None, f"no seed: the evaluator failed ({type(e).__name__}: {e})"[:300]
             self.notes[task_id] = note
-            for handle in islands.values():  # the task no longer waits for its seed on any island
-                handle.seed_settled.remote(task_id)
+            if candidate is None:  # no island waits for this seed any more
+                for handle in islands.values():
+                    handle.seed_failed.remote(task_id)
             if candidate is not None and island in islands:
                 handed[islands[island].seed.remote(candidate)] = island
                 say(f"compiler seed for {task_id} (judged on island {island}): {note}")

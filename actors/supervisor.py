@@ -139,7 +139,7 @@ class Supervisor(RunRecords, IslandRestarts, RunStop, ClusterCare):
             self.view.say(f"resuming: {sum(map(len, again.values()))} candidate(s) unfinished when the "
                           "run stopped are evaluated again first")
         if s.run.compiler_seeds and not s.run.evaluator_impl:
-            # before the islands run, so that each knows from its first pick which seeds are coming
+            # before the islands run, so that each knows from its first pick which seeds are expected
             self.seeds.start(tasks=list(self.tasks.values()), evaluators=list(self.evaluators.values()),
                              islands=self.islands)
         for i, actor in self.islands.items():

@@ -3,10 +3,10 @@
 A task without a correct kernel on the island comes first, for its first
 `FIRST_KERNEL_STEPS` steps: a run gives every task its first correct kernel (its compiler
 seed, its first applicable template, each judged once at its own settings) before any task
-is tuned or searched deeply. Among those, a task whose compiler seed is still to come waits
-behind the ones with none coming (a lone convolution has none: Inductor leaves it to the
-library), since the seed may cover it; it still goes before the covered tasks. A task
-loses that place once a step of it added nothing (the
+is tuned or searched deeply. Among those, a task whose compiler seed is expected (asked for,
+and not known to have failed) waits behind the ones with none (a lone convolution has none:
+Inductor leaves it to the library), since its seed may cover it; it still goes before the
+covered tasks. A task loses that place once a step of it added nothing (the
 proposer failed or had nothing new, the judge refused it): it is then served like the rest,
 so it cannot take turn after turn. After that a task's steps count in proportion to how close its
 best kernel is to the task's roofline floor (the fraction GPU results carry in
@@ -51,13 +51,13 @@ class TaskStanding:
     """What the choice reads of one task on one island: its steps so far (evaluations,
     fruitless steps and steps under way), whether a correct kernel is held, the best
     kernel's fraction of the roofline floor (None where not measured, e.g. on a CPU),
-    whether a step of it added nothing and whether its compiler seed is still to come."""
+    whether a step of it added nothing and whether its compiler seed is expected."""
 
     served: int
     covered: bool
     floor_fraction: float | None = None  # as `floor_fraction` reads it
     stalled: bool = False  # some step of it added nothing
-    seed_coming: bool = False  # its compiler seed is still being made or handed over
+    seed_expected: bool = False  # its compiler seed was asked for and is not known to have failed
 
     @property
     def headroom(self) -> float:
@@ -68,10 +68,10 @@ class TaskStanding:
 
     def priority(self) -> tuple[int, float]:
         """Lower goes first: (0, steps) for a task still after its first kernel with no
-        compiler seed coming, (1, steps) for one whose seed is coming, else (2, steps
+        compiler seed expected, (1, steps) for one whose seed is expected, else (2, steps
         weighed by the headroom left)."""
         if not self.covered and not self.stalled and self.served < FIRST_KERNEL_STEPS:
-            return (1 if self.seed_coming else 0, float(self.served))
+            return (1 if self.seed_expected else 0, float(self.served))
         return (2, self.served / self.headroom)
 
 

@@ -386,18 +386,21 @@ async def test_a_task_without_a_correct_kernel_gets_its_first_steps_before_cover
     assert order[FIRST_KERNEL_STEPS + 1] == "t0"  # t1 has had its first steps: served by count again
 
 
-async def test_tasks_whose_seeds_are_coming_wait_behind_those_with_none(relu_task):
-    """The driver says which tasks' compiler seeds are coming: the island steps the others
+async def test_tasks_whose_seeds_are_expected_wait_behind_those_with_none(relu_task):
+    """The driver says which tasks' compiler seeds it asked for: the island steps the others
     first (a lone convolution, with no seed to come, gets its first template at once), and
-    a task goes back among them once its seed is settled or handed over."""
+    a task goes back among them once its seed failed; a seed handed over (not yet judged)
+    leaves its task waiting."""
     w = several_tasks_worker(relu_task, 3, budget=3)
     w.expect_seeds(["t0", "t1", "t9"])  # t9: not a task of this island, ignored
-    assert w.seeds_coming == {"t0", "t1"} and w.standing("t0").seed_coming and not w.standing("t2").seed_coming
-    w.seed_settled("t0")
-    assert not w.standing("t0").seed_coming
+    assert w.seeds_expected == {"t0", "t1"}
+    assert w.standing("t0").seed_expected and not w.standing("t2").seed_expected
+    w.seed_failed("t0")
+    assert not w.standing("t0").seed_expected
     await asyncio.wait_for(w.run(), 20)
     log = [c.task_id for c, _, _ in w.drain()["records"]]
-    assert log[:2] == ["t2", "t0"] or log[:2] == ["t0", "t2"]  # the two with no seed coming, t1 last
+    assert sorted(log[:2]) == ["t0", "t2"]  # the two with no seed expected, t1 last
     assert log[2] == "t1"
-    w.seed(Candidate.make(task_id="t1", source="class ModelNew: ...", backend="c", origin="seed"))
-    assert not w.seeds_coming
+    assert w.seed(Candidate.make(task_id="t1", source="class ModelNew: ...", backend="c",
+                                 origin="seed")) == SeedOutcome.QUEUED_LOOP_ENDED
+    assert w.standing("t1").seed_expected

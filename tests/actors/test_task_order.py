@@ -55,12 +55,12 @@ def test_a_float32_gemm_at_the_fp32_rate_keeps_headroom_for_tensor_core_products
     assert floor_fraction(None) is None and floor_fraction({"fraction": "0.9"}) is None
 
 
-def test_a_task_whose_seed_is_coming_waits_behind_uncovered_ones_with_none_but_not_behind_covered_ones():
-    waiting = TaskStanding(served=0, covered=False, seed_coming=True)
-    none_coming = TaskStanding(served=2, covered=False)
+def test_a_task_whose_seed_is_expected_waits_behind_uncovered_ones_with_none_not_behind_covered_ones():
+    waiting = TaskStanding(served=0, covered=False, seed_expected=True)
+    none_expected = TaskStanding(served=2, covered=False)
     covered = TaskStanding(served=0, covered=True)
-    assert next_task(["w", "n"], {"w": waiting, "n": none_coming}) == "n"
+    assert next_task(["w", "n"], {"w": waiting, "n": none_expected}) == "n"
     assert next_task(["c", "w"], {"c": covered, "w": waiting}) == "w"
     # past its first steps a task is served by count, seed or not
-    done = TaskStanding(served=FIRST_KERNEL_STEPS, covered=False, seed_coming=True)
+    done = TaskStanding(served=FIRST_KERNEL_STEPS, covered=False, seed_expected=True)
     assert done.priority() == TaskStanding(served=FIRST_KERNEL_STEPS, covered=False).priority()
