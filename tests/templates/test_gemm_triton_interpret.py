@@ -47,8 +47,8 @@ COLUMN_CASES = [c for c in CASES if "column" in c[0]]
 @pytest.mark.parametrize("split_k", [1, 3])
 @pytest.mark.parametrize("name,forward,inputs", COLUMN_CASES, ids=[c[0] for c in COLUMN_CASES])
 def test_matrix_vector_product_by_either_kernel(tmp_path, name, forward, inputs, split_k, k_contiguous, gemv):
-    # 16 and 5 rows a program leave the last program's rows partly past M (21, 37, 40 rows);
-    # 128-wide K steps leave the last step of each slice partly past K (300)
+    # 16 rows a program leave the last program's rows partly past M (21, 37 and 40 rows);
+    # 128-wide K steps leave the last step partly past K (300)
     task = make_task(tmp_path, name, forward=forward, inputs=inputs, sig="A, B")
     params = {**BLOCKS, "SPLIT_K": split_k, "K_CONTIGUOUS": k_contiguous, "GEMV": gemv, "GEMV_ROWS": 16,
               "GEMV_BLOCK_K": 128}
